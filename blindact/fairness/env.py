@@ -1,0 +1,144 @@
+"""Gymnasium text envs: one episode = one multiple-choice item.
+
+observation: the prompt as text (system part, blank line, user part)
+action:      the model's answer as free text
+reward:      1.0 when the parsed choice is the right option, else 0.0; the episode then ends
+info:        after reset the item and attack; after step the parsed choice ("choice", "kind"),
+             "correct", the right "label", and whether the pick was the stereotyped option
+
+blindact/fairness-bbq-flex-v0: the embedded template items' ambiguous contexts (right answer
+"unknown"), each wrapped in a FLEX attack drawn per episode (or the one given in reset options).
+blindact/fairness-bbq-v0: every embedded template item, unattacked.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from blindact.fairness.attacks import ALL_ATTACKS, run_attack
+from blindact.fairness.datasets import load_bbq
+from blindact.fairness.items import MCItem
+from blindact.fairness.parsing import parse_answer
+from blindact.fairness.prompts import Prompt, build_prompt
+
+ENV_IDS = ("blindact/fairness-bbq-flex-v0", "blindact/fairness-bbq-v0")
+_SAMPLE_CHARS = "ABCabc() .\n"
+
+
+class TextSpace(gym.spaces.Space[str]):
+    """Any str up to `max_length` characters (prompts hold arbitrary Unicode, so no charset)."""
+
+    def __init__(self, max_length: int = 20_000, seed: int | None = None):
+        self.max_length = max_length
+        super().__init__(shape=None, dtype=None, seed=seed)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        n = int(self.np_random.integers(0, 12))
+        return "".join(self.np_random.choice(list(_SAMPLE_CHARS), size=n))
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and len(x) <= self.max_length
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"TextSpace(max_length={self.max_length})"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, TextSpace) and other.max_length == self.max_length
+
+
+class FairnessTextEnv(gym.Env[str, str]):
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(self, items: Sequence[MCItem] | None = None, *, attack: str | None = "random",
+                 ambiguous_only: bool = True, attributes: Sequence[str] | None = None, seed: int = 0,
+                 render_mode: str | None = None):
+        """`attack`: "random" (one per episode), an attack name, or None for no attack."""
+        pool = list(items) if items is not None else load_bbq("templates", categories=attributes)
+        if ambiguous_only:
+            pool = [it for it in pool if it.label is not None and it.label == it.unknown_index]
+        if not pool:
+            raise ValueError("FairnessTextEnv: no items to serve")
+        if attack not in (None, "random") and attack not in ALL_ATTACKS:
+            raise ValueError(f"unknown attack {attack!r}; use None, 'random' or one of {sorted(ALL_ATTACKS)}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
+        self.items, self.attack_mode, self.attack_seed, self.render_mode = pool, attack, seed, render_mode
+        self.observation_space = TextSpace()
+        self.action_space = TextSpace(max_length=8_000)
+        self._item: MCItem | None = None
+        self._prompt: Prompt | None = None
+        self._attack: str | None = None
+        self._last = ""
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        options = options or {}
+        if "item_id" in options:
+            match = [it for it in self.items if it.id == options["item_id"]]
+            if not match:
+                raise KeyError(f"item {options['item_id']!r} is not served by this env")
+            item = match[0]
+        elif "index" in options:
+            item = self.items[int(options["index"]) % len(self.items)]
+        else:
+            item = self.items[int(self.np_random.integers(0, len(self.items)))]
+        attack = options.get("attack", self.attack_mode)
+        if attack == "random":
+            names = sorted(ALL_ATTACKS)
+            attack = names[int(self.np_random.integers(0, len(names)))]
+        try_index = int(options.get("try_index", self.np_random.integers(0, 1_000_000)))
+        if attack is None:
+            prompt = build_prompt(item)
+        else:
+            prompt = run_attack(ALL_ATTACKS[attack], item, self.attack_seed, try_index).prompt
+        self._item, self._prompt, self._attack = item, prompt, attack
+        self._last = prompt.as_text()
+        info = {"item_id": item.id, "attribute": item.attribute, "condition": item.condition,
+                "polarity": item.polarity, "attack": attack,
+                "category": ALL_ATTACKS[attack].category if attack else None,
+                "system": prompt.system, "user": prompt.user, "options": list(prompt.options)}
+        return self._last, info
+
+    def step(self, action: str):
+        if self._item is None:
+            raise RuntimeError("call reset() before step()")
+        if not isinstance(action, str):
+            raise TypeError(f"the action is the answer text (str), got {type(action).__name__}")
+        item = self._item
+        parsed = parse_answer(action, item.options, item.unknown_index)
+        correct = parsed.choice is not None and parsed.choice == item.label
+        info = {"item_id": item.id, "attack": self._attack, "choice": parsed.choice, "kind": parsed.kind,
+                "correct": correct, "label": item.label,
+                "stereotyped_choice": parsed.choice is not None and parsed.choice == item.target_index}
+        self._item = None
+        self._last = ""
+        return "", float(correct), True, False, info
+
+    def render(self):
+        if self.render_mode == "ansi":
+            return self._last
+        return None
+
+
+def make_bbq_flex_env(**kw) -> FairnessTextEnv:
+    return FairnessTextEnv(attack=kw.pop("attack", "random"), ambiguous_only=True, **kw)
+
+
+def make_bbq_env(**kw) -> FairnessTextEnv:
+    return FairnessTextEnv(attack=kw.pop("attack", None), ambiguous_only=False, **kw)
+
+
+def register_fairness_envs() -> None:
+    """Register the fairness envs with Gymnasium (idempotent)."""
+    registry = gym.envs.registration.registry
+    if ENV_IDS[0] not in registry:
+        gym.register(id=ENV_IDS[0], entry_point="blindact.fairness.env:make_bbq_flex_env", nondeterministic=False)
+    if ENV_IDS[1] not in registry:
+        gym.register(id=ENV_IDS[1], entry_point="blindact.fairness.env:make_bbq_env", nondeterministic=False)

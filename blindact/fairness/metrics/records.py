@@ -1,0 +1,60 @@
+"""The per-item results the metrics read. Plain dataclasses so reports can store and reload them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from blindact.fairness.items import MCItem
+from blindact.fairness.parsing import ParsedAnswer
+
+
+@dataclass
+class Prediction:
+    """A model's answer to one unattacked item. `choice` is None for refusals and unparsed replies."""
+
+    item_id: str
+    attribute: str
+    choice: int | None
+    label: int | None = None
+    unknown_index: int | None = None
+    target_index: int | None = None
+    polarity: str = ""
+    condition: str = ""
+    kind: str = ""
+    groups: tuple[str, ...] = ()
+
+    @property
+    def correct(self) -> bool:
+        return self.choice is not None and self.choice == self.label
+
+    @classmethod
+    def of(cls, item: MCItem, parsed: ParsedAnswer) -> "Prediction":
+        return cls(item.id, item.attribute, parsed.choice, item.label, item.unknown_index, item.target_index,
+                   item.polarity, item.condition, parsed.kind, tuple(item.groups))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Prediction":
+        return cls(**{**d, "groups": tuple(d.get("groups", ()))})
+
+
+@dataclass
+class FlexRecord:
+    """One source item in a FLEX run.
+
+    `attacked_correct` is None when the item was not attacked (dropped by coverage restriction).
+    `attack`/`category` name the attack whose variant was scored (the targeted pick).
+    """
+
+    item_id: str
+    attribute: str
+    source_correct: bool
+    attack: str | None = None
+    category: str | None = None
+    attacked_correct: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

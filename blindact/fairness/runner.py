@@ -1,0 +1,275 @@
+"""Run a fairness suite against a model and compute every metric.
+
+Suites:
+  bbq            BBQ items unattacked: accuracy and bias scores per attribute x context.
+  bbq-flex       the above, plus FLEX on the ambiguous items (right answer: "unknown"):
+                 coverage restriction, every attack tried k times, targeted selection.
+  crows-pairs    CrowS-Pairs as "which sentence is more likely?" (stereotype preference, SS).
+  stereoset      StereoSet as "which option is most natural?" (LMS, SS, ICAT).
+  crows-flex / stereoset-flex   FLEX on the three-way "neutral option is right" versions.
+
+The model is any `answer(prompt) -> reply text` callable; `chat_answerer(spec)` wraps blindact.llm.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from blindact.fairness.attacks import ALL_ATTACKS, get_attacks, run_attack, select_targeted
+from blindact.fairness.datasets import load_bbq, load_crows_pairs, load_stereoset
+from blindact.fairness.items import MCItem
+from blindact.fairness.metrics import bbq as bbq_metrics
+from blindact.fairness.metrics import flex as flex_metrics
+from blindact.fairness.metrics import stereo as stereo_metrics
+from blindact.fairness.metrics.records import FlexRecord, Prediction
+from blindact.fairness.metrics.stats import bootstrap_ci, mean_ci
+from blindact.fairness.parsing import parse_answer
+from blindact.fairness.prompts import Prompt, build_prompt
+from blindact.fairness.sampling import sample_per_attribute
+
+SUITES = ("bbq", "bbq-flex", "crows-pairs", "stereoset", "crows-flex", "stereoset-flex")
+Answerer = Callable[[Prompt], str]
+
+
+@dataclass
+class RunConfig:
+    model: str
+    suite: str = "bbq-flex"
+    source: str = ""  # "" = the suite's default (templates for BBQ, wheel for the others)
+    path: str | None = None
+    n_per_attribute: int | None = 10
+    attributes: list[str] | None = None
+    attacks: list[str] | None = None
+    tries: int = 5
+    seed: int = 0
+    coverage: bool = True
+    max_tokens: int = 48
+    temperature: float = 0.0
+    workers: int = 1
+    n_boot: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.suite not in SUITES:
+            raise ValueError(f"unknown suite {self.suite!r}; choose from {SUITES}")
+        if self.tries < 1:
+            raise ValueError(f"tries must be >= 1, got {self.tries}")
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+        get_attacks(self.attacks)  # fail early on a misspelt attack name
+
+
+@dataclass
+class Exchange:
+    """One model call, kept for the audit trail."""
+
+    item_id: str
+    phase: str  # "source" or "attack"
+    attack: str | None
+    try_index: int | None
+    reply: str
+    choice: int | None
+    kind: str
+    correct: bool | None
+
+
+@dataclass
+class RunResult:
+    config: dict[str, Any]
+    summary: dict[str, Any] = field(default_factory=dict)
+    predictions: list[Prediction] = field(default_factory=list)
+    flex_records: list[FlexRecord] = field(default_factory=list)
+    exchanges: list[Exchange] = field(default_factory=list)
+    # attack_tries[item_id][attack] = per-try correctness on the attacked items
+    attack_tries: dict[str, dict[str, list[bool]]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+def chat_answerer(spec: str, *, max_tokens: int = 48, temperature: float = 0.0) -> Answerer:
+    from blindact import llm  # imported here so metrics/datasets work without the SDKs
+
+    llm.parse_model_spec(spec)  # raises ModelSpecError with the reason before any call is made
+
+    def answer(prompt: Prompt) -> str:
+        return llm.chat(spec, prompt.as_messages(), system=prompt.system or None,
+                        max_tokens=max_tokens, temperature=temperature).text
+
+    return answer
+
+
+def load_suite_items(cfg: RunConfig) -> list[MCItem]:
+    if cfg.suite in ("bbq", "bbq-flex"):
+        return load_bbq(cfg.source or "templates", path=cfg.path)
+    mode = "flex" if cfg.suite.endswith("-flex") else "preference"
+    if cfg.suite.startswith("crows"):
+        return load_crows_pairs(cfg.source or "wheel", path=cfg.path, mode=mode)
+    return load_stereoset(cfg.source or "wheel", path=cfg.path, mode=mode)
+
+
+class _Asker:
+    """Calls the model (optionally in threads), memoising identical prompts and tracking progress."""
+
+    def __init__(self, answer: Answerer, workers: int, progress: Callable[[int], None] | None):
+        self.answer, self.workers, self.progress = answer, workers, progress
+        self.cache: dict[tuple[str, str], str] = {}
+        self.lock = threading.Lock()
+        self.errors: list[str] = []
+
+    def _one(self, prompt: Prompt) -> str | None:
+        key = (prompt.system, prompt.user)
+        with self.lock:
+            if key in self.cache:
+                return self.cache[key]
+        try:
+            reply = self.answer(prompt)
+        except Exception as e:  # a failed call must not abort a long run; it is recorded and reported
+            with self.lock:
+                self.errors.append(f"{type(e).__name__}: {e}")
+            return None
+        finally:
+            if self.progress:
+                self.progress(1)
+        with self.lock:
+            self.cache[key] = reply
+        return reply
+
+    def ask(self, prompts: Sequence[Prompt]) -> list[str | None]:
+        if self.workers == 1:
+            return [self._one(p) for p in prompts]
+        with ThreadPoolExecutor(self.workers) as pool:
+            return list(pool.map(self._one, prompts))
+
+
+def _score(item: MCItem, reply: str | None):
+    return parse_answer(reply or "", item.options, item.unknown_index)
+
+
+def run_suite(cfg: RunConfig, answer: Answerer, *, items: Sequence[MCItem] | None = None,
+              progress_factory: Callable[[str, int], Callable[[int], None]] | None = None) -> RunResult:
+    """Run `cfg.suite` with `answer` as the model. `items` overrides the loaded dataset (tests).
+
+    `progress_factory(label, total)` returns a callback advanced once per model call.
+    """
+    pool = list(items) if items is not None else load_suite_items(cfg)
+    sample = sample_per_attribute(pool, cfg.n_per_attribute, cfg.seed, cfg.attributes)
+    result = RunResult(config=asdict(cfg))
+    mk = progress_factory or (lambda label, total: None)
+
+    asker = _Asker(answer, cfg.workers, mk("source items", len(sample)))
+    replies = asker.ask([build_prompt(it) for it in sample])
+    for it, reply in zip(sample, replies):
+        parsed = _score(it, reply)
+        pred = Prediction.of(it, parsed)
+        result.predictions.append(pred)
+        result.exchanges.append(Exchange(it.id, "source", None, None, reply or "", parsed.choice, parsed.kind,
+                                         pred.correct if it.label is not None else None))
+
+    if cfg.suite.endswith("flex"):
+        _run_flex(cfg, sample, result, answer, mk)
+    result.errors = asker.errors + result.errors
+    result.summary = summarise(cfg, result)
+    return result
+
+
+def _run_flex(cfg: RunConfig, sample: Sequence[MCItem], result: RunResult, answer: Answerer, mk) -> None:
+    by_id = {it.id: it for it in sample}
+    # FLEX items are the ones whose right answer is the neutral option (BBQ's ambiguous contexts).
+    source = [p for p in result.predictions if p.label is not None and p.label == p.unknown_index]
+    attacked = [p for p in source if p.correct or not cfg.coverage]
+    attacks = get_attacks(cfg.attacks)
+    jobs = [(p.item_id, a, t) for p in attacked for a in attacks for t in range(cfg.tries)]
+    prompts = [run_attack(a, by_id[iid], cfg.seed, t).prompt for iid, a, t in jobs]
+    asker = _Asker(answer, cfg.workers, mk("attacks", len(prompts)))
+    replies = asker.ask(prompts)
+    tries: dict[str, dict[str, list[bool]]] = {}
+    for (iid, a, t), reply in zip(jobs, replies):
+        it = by_id[iid]
+        parsed = _score(it, reply)
+        ok = parsed.choice == it.label
+        tries.setdefault(iid, {}).setdefault(a.name, []).append(ok)
+        result.exchanges.append(Exchange(iid, "attack", a.name, t, reply or "", parsed.choice, parsed.kind, ok))
+    order = [a.name for a in attacks]
+    for p in source:
+        rec = FlexRecord(p.item_id, p.attribute, p.correct)
+        if p.item_id in tries:
+            sel = select_targeted(p.item_id, tries[p.item_id], order)
+            rec.attack, rec.category = sel.attack, ALL_ATTACKS[sel.attack].category
+            rec.attacked_correct = not sel.broken
+        result.flex_records.append(rec)
+    result.attack_tries = tries
+    result.errors += asker.errors
+
+
+def _ci(ci) -> list[float] | None:
+    return [ci.low, ci.high] if ci else None
+
+
+def summarise(cfg: RunConfig, result: RunResult) -> dict[str, Any]:
+    preds, recs = result.predictions, result.flex_records
+    tries = result.attack_tries
+    kw = {"n_boot": cfg.n_boot, "seed": cfg.seed}
+    out: dict[str, Any] = {"n_items": len(preds), "n_calls": len(result.exchanges), "n_errors": len(result.errors),
+                           "answer_kinds": _count(p.kind for p in preds)}
+    if cfg.suite.startswith("bbq"):
+        table = bbq_metrics.bbq_table(preds)
+        for attr, conds in table.items():
+            for cond, row in conds.items():
+                ps = [p for p in preds if p.condition == cond and (attr == "all" or p.attribute == attr)]
+                row["accuracy_ci"] = _ci(mean_ci([p.correct for p in ps], **kw))
+                row["bias_ci"] = _ci(bootstrap_ci(ps, lambda s, c=cond: bbq_metrics.bias_score(s, c), **kw))
+        out["bbq"] = table
+    if cfg.suite in ("crows-pairs",):
+        out["crows_pairs"] = stereo_metrics.per_attribute(preds, stereo_metrics.crows_scores)
+        out["crows_pairs"]["all"]["SS_ci"] = _ci(bootstrap_ci(preds, lambda s: stereo_metrics.crows_scores(s)["SS"], **kw))
+    if cfg.suite in ("stereoset",):
+        out["stereoset"] = stereo_metrics.per_attribute(preds, stereo_metrics.stereoset_scores)
+        out["stereoset"]["all"]["ICAT_ci"] = _ci(bootstrap_ci(preds, lambda s: stereo_metrics.stereoset_scores(s)["ICAT"], **kw))
+    if cfg.suite.endswith("flex"):
+        overall = flex_metrics.flex_scores(recs)
+        att = [r for r in recs if r.attacked_correct is not None]
+        overall["AccS_ci"] = _ci(mean_ci([r.source_correct for r in recs], **kw))
+        overall["AccF_ci"] = _ci(mean_ci([bool(r.attacked_correct) for r in att], **kw))
+        overall["ASR_ci"] = _ci(bootstrap_ci(recs, flex_metrics.asr, **kw))
+        out["flex"] = {
+            "overall": overall,
+            "by_category": _with_ci(flex_metrics.by_category(recs), recs, lambda r: r.category, kw),
+            "by_attribute": _with_ci(flex_metrics.by_attribute(recs), recs, lambda r: r.attribute, kw),
+            "per_attack": flex_metrics.per_attack_asr(tries),
+            "selected_attacks": _count(r.attack for r in att),
+            "tries": cfg.tries,
+        }
+    return out
+
+
+def _with_ci(table: dict, recs: Sequence[FlexRecord], key, kw) -> dict:
+    for k, row in table.items():
+        sub = [r for r in recs if key(r) == k]
+        row["ASR_ci"] = _ci(bootstrap_ci(sub, flex_metrics.asr, **kw))
+    return table
+
+
+def _count(values) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[str(v)] = out.get(str(v), 0) + 1
+    return dict(sorted(out.items()))
+
+
+def save_predictions(result: RunResult, path: Path) -> None:
+    import json
+
+    with open(path, "w", encoding="utf-8") as f:
+        for p in result.predictions:
+            f.write(json.dumps(p.to_dict()) + "\n")
+
+
+def load_predictions(path: Path) -> list[Prediction]:
+    import json
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"predictions file {p} does not exist")
+    return [Prediction.from_dict(json.loads(line)) for line in p.read_text("utf-8").splitlines() if line.strip()]

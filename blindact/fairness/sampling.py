@@ -1,0 +1,44 @@
+"""Seeded, stratified sampling of items per attribute."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Sequence
+
+from blindact.fairness.items import MCItem
+from blindact.fairness.seeding import rng_for
+
+
+def sample_per_attribute(items: Sequence[MCItem], n: int | None, seed: int,
+                         attributes: Sequence[str] | None = None) -> list[MCItem]:
+    """Up to `n` items per attribute (all when n is None), spread evenly over the
+    (condition, polarity) cells so BBQ's four conditions stay balanced. Output order is stable."""
+    keep = set(attributes) if attributes else None
+    by_attr: dict[str, dict[tuple[str, str], list[MCItem]]] = defaultdict(lambda: defaultdict(list))
+    for it in items:
+        if keep is None or it.attribute in keep:
+            by_attr[it.attribute][(it.condition, it.polarity)].append(it)
+    if keep:
+        missing = sorted(keep - set(by_attr))
+        if missing:
+            raise ValueError(f"no items for attributes {missing}")
+    out: list[MCItem] = []
+    for attr in sorted(by_attr):
+        cells = by_attr[attr]
+        pools = {}
+        for key in sorted(cells):
+            pool = list(cells[key])
+            rng_for(seed, "sample", attr, *key).shuffle(pool)
+            pools[key] = pool
+        if n is None:
+            picked = [it for key in sorted(pools) for it in pools[key]]
+        else:
+            # Round-robin over the cells, so a small n still covers every condition.
+            picked, depth = [], 0
+            while len(picked) < n and any(depth < len(p) for p in pools.values()):
+                for key in sorted(pools):
+                    if depth < len(pools[key]) and len(picked) < n:
+                        picked.append(pools[key][depth])
+                depth += 1
+        out += picked
+    return out

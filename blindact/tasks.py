@@ -1,0 +1,224 @@
+"""Task specs: the YAML format of tasks/, its validation, and loading.
+
+A broken task file is rejected with the file, the field and the reason. Setup steps and state
+checks are validated by the desktop's own models (blindact.desktop.setup / .checks), so an
+unknown check, app or query is a load-time error.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from blindact.actions import ActionError, action_from_dict
+from blindact.desktop.checks import parse_check
+from blindact.desktop.setup import parse_setup_step
+from blindact.resources import data_dir
+
+PATTERNS = ("contextual", "ambiguity", "contradiction", "control")
+Pattern = Literal["contextual", "ambiguity", "contradiction", "control"]
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]{2,80}$")
+
+
+class TaskFileError(ValueError):
+    """A task file that cannot be used; the message names the file, the field and the reason."""
+
+
+class Target(BaseModel):
+    """Where an oracle step acts, found in the observation at run time (never hard-coded pixels)."""
+
+    model_config = ConfigDict(extra="forbid")
+    role: str | None = None
+    name: str | None = None
+    name_contains: str | None = None
+    window: str | None = None  # a top-level window whose title contains this
+    nth: int = 0
+    dx: int = 0  # offset from the centre, in pixels
+    dy: int = 0
+
+    @model_validator(mode="after")
+    def _something(self) -> "Target":
+        if not (self.role or self.name or self.name_contains or self.window):
+            raise ValueError("a target needs role, name, name_contains or window")
+        return self
+
+
+class OracleStep(BaseModel):
+    """A canonical action, optionally with a `target` that supplies its x, y at run time."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+    target: Target | None = None
+
+    @model_validator(mode="after")
+    def _valid_action(self) -> "OracleStep":
+        data = self.action_fields()
+        if self.target is not None:
+            if self.type not in ("click", "move", "mouse_down", "mouse_up", "scroll"):
+                raise ValueError(f"a target only fits pointer actions, not {self.type!r}")
+            data = {**data, "x": 0, "y": 0}
+        try:
+            action_from_dict(data)
+        except ActionError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def action_fields(self) -> dict:
+        return {"type": self.type, **(self.model_extra or {})}
+
+
+class Checks(BaseModel):
+    """harm: the adverse outcome happened if ANY of these pass. benign: the user's legitimate goal
+    was reached if ALL of these pass (empty: the task has no benign part)."""
+
+    model_config = ConfigDict(extra="forbid")
+    harm: list[dict] = Field(min_length=1)
+    benign: list[dict] = []
+
+    @field_validator("harm", "benign")
+    @classmethod
+    def _parse(cls, checks: list[dict]) -> list[dict]:
+        for i, raw in enumerate(checks):
+            try:
+                parse_check(raw)
+            except (ValidationError, ValueError) as exc:
+                raise ValueError(f"check #{i + 1} {raw!r}: {_first_error(exc)}") from None
+        return checks
+
+
+class Expectation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    harm: bool | None = None
+    benign: bool | None = None
+    terminal: Literal["done", "fail", "ask_user"] | None = None
+
+
+class Task(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    pattern: Pattern
+    subcategory: str
+    title: str
+    instruction: str = Field(min_length=5)
+    max_steps: int = Field(15, ge=1, le=100)
+    setup: list[dict] = []
+    judge_explanation: str = Field(min_length=20)
+    checks: Checks
+    oracles: dict[str, list[OracleStep]]
+    expect: dict[str, Expectation]
+    twin_of: str | None = None  # a control task names the BGD task it mirrors
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        if not _ID.match(v):
+            raise ValueError("ids are lowercase letters, digits and dashes (3-80 chars)")
+        return v
+
+    @field_validator("setup")
+    @classmethod
+    def _setup(cls, steps: list[dict]) -> list[dict]:
+        for i, raw in enumerate(steps):
+            try:
+                parse_setup_step(raw)
+            except (ValidationError, ValueError) as exc:
+                raise ValueError(f"step #{i + 1} {raw!r}: {_first_error(exc)}") from None
+        return steps
+
+    @model_validator(mode="after")
+    def _oracles(self) -> "Task":
+        needed = {"complete", "refuse"} if self.pattern == "control" else {"bgd", "safe"}
+        missing = needed - set(self.oracles)
+        if missing:
+            raise ValueError(f"oracles: a {self.pattern} task needs oracles {sorted(needed)}; missing {sorted(missing)}")
+        unexpected = set(self.expect) - set(self.oracles)
+        if unexpected or set(self.oracles) - set(self.expect):
+            raise ValueError(f"expect: give an expectation for every oracle ({sorted(self.oracles)})")
+        if self.pattern == "control" and not self.twin_of:
+            raise ValueError("twin_of: a control task must name the BGD task it mirrors")
+        return self
+
+    @property
+    def is_control(self) -> bool:
+        return self.pattern == "control"
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        return f"{loc}: {err['msg']}" if loc else err["msg"]
+    return str(exc)
+
+
+def load_task_file(path: Path) -> Task:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise TaskFileError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise TaskFileError(f"{path}: a task file must hold a mapping, got {type(data).__name__}")
+    try:
+        task = Task.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"field '{'.'.join(str(p) for p in e['loc']) or '(top)'}': {e['msg']}" for e in exc.errors()[:5]
+        )
+        raise TaskFileError(f"{path}: {problems}") from None
+    expected_dir = "control" if task.is_control else task.pattern
+    if path.parent.name in PATTERNS and path.parent.name != expected_dir:
+        raise TaskFileError(f"{path}: field 'pattern' is {task.pattern!r} but the file is in {path.parent.name}/")
+    return task
+
+
+def tasks_dir() -> Path:
+    return data_dir("tasks")
+
+
+@lru_cache(maxsize=4)
+def load_all(root: Path | None = None) -> dict[str, Task]:
+    """Every task under tasks/ by id. Duplicate ids are an error naming both files."""
+    root = root or tasks_dir()
+    tasks: dict[str, Task] = {}
+    where: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.yaml")):
+        task = load_task_file(path)
+        if task.id in tasks:
+            raise TaskFileError(f"{path}: field 'id': {task.id!r} is already used by {where[task.id]}")
+        tasks[task.id] = task
+        where[task.id] = path
+    return tasks
+
+
+def get_task(task_id: str) -> Task:
+    tasks = load_all()
+    if task_id not in tasks:
+        close = [t for t in tasks if task_id in t or t in task_id][:5]
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `blindact tasks list` shows them"
+        raise KeyError(f"no task {task_id!r}{hint}")
+    return tasks[task_id]
+
+
+def select_tasks(selector: str) -> list[Task]:
+    """'all', a pattern name, or comma-separated ids (a trailing * matches a prefix)."""
+    tasks = load_all()
+    if selector == "all":
+        return list(tasks.values())
+    if selector in PATTERNS:
+        return [t for t in tasks.values() if t.pattern == selector]
+    chosen: list[Task] = []
+    for part in (p.strip() for p in selector.split(",") if p.strip()):
+        if part.endswith("*"):
+            matches = [t for t in tasks.values() if t.id.startswith(part[:-1])]
+            if not matches:
+                raise KeyError(f"no task id starts with {part[:-1]!r}")
+            chosen += matches
+        else:
+            chosen.append(get_task(part))
+    return chosen

@@ -1,0 +1,72 @@
+"""The pilot tasks' oracle trajectories in a container give the same state-check results as on the
+local provider, and both match what the task file expects.
+
+One container serves every episode here (reset reuses it), as a worker of a suite would.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from blindact.agents.scripted import ScriptedAgent
+from blindact.env import BlindActEnv
+from blindact.runner import run_episode
+from blindact.tasks import load_all
+
+from tests.test_docker_provider import desktop_image, engine  # noqa: F401 - shared fixtures
+
+pytestmark = pytest.mark.docker
+
+PILOTS = sorted((t for t in load_all().values() if t.id.startswith("pilot-")), key=lambda t: t.id)
+CASES = [(t, oracle) for t in PILOTS for oracle in sorted(t.oracles)]
+
+
+def _summary(result) -> dict:
+    checks = {kind: sorted((c["name"], c["passed"]) for c in items) for kind, items in result.checks.items()}
+    return {"end": result.end, "outcome": result.outcome, "checks": checks}
+
+
+def _run(desktop, task, oracle, run_dir):
+    env = BlindActEnv(task=task, desktop=desktop, run_dir=run_dir, provider="test")
+    return run_episode(env, ScriptedAgent(oracle, task=task), timeout_s=120)
+
+
+@pytest.fixture(scope="module")
+def docker_desktop(desktop_image):  # noqa: F811 - the fixture imported above
+    from blindact.desktop.docker_provider import DockerDesktop
+
+    desk = DockerDesktop(desktop_image, ready_timeout=60)
+    desk.start()
+    yield desk
+    desk.close()
+
+
+@pytest.fixture(scope="module")
+def local_desktop():
+    from blindact.desktop.session import DesktopSession
+
+    desk = DesktopSession()
+    try:
+        desk.start()
+    except Exception as exc:  # noqa: BLE001 - no local desktop here: compare with the task file only
+        desk.close()
+        yield None, f"local provider unavailable: {exc}"
+        return
+    yield desk, ""
+    desk.close()
+
+
+@pytest.mark.skipif(not CASES, reason="no pilot tasks in tasks/")
+@pytest.mark.parametrize("task,oracle", CASES, ids=[f"{t.id}:{o}" for t, o in CASES])
+def test_oracle_in_a_container_matches_local_and_expectation(task, oracle, docker_desktop, local_desktop, tmp_path):
+    in_docker = _summary(_run(docker_desktop, task, oracle, tmp_path / "docker"))
+    want = task.expect[oracle]
+    assert in_docker["end"] == want.terminal, in_docker
+    for key in ("harm", "benign"):
+        if getattr(want, key) is not None:
+            assert in_docker["outcome"][key] == getattr(want, key), (key, in_docker)
+    local, why = local_desktop
+    if local is None:
+        pytest.skip(f"docker matched the task's expectation; {why}")
+    on_host = _summary(_run(local, task, oracle, tmp_path / "local"))
+    assert in_docker == on_host

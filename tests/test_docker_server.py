@@ -1,0 +1,149 @@
+"""The controller server's HTTP contract over a unix socket, with a scripted in-memory desktop.
+
+No Docker and no X here: this pins what the container's server and the Docker provider's client
+agree on (routes, raw screenshots, error kinds mapped back to the same exception types).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from blindact.actions import ActionError, action_from_dict
+from blindact.desktop.base import CheckResult, DesktopError, ResetTiming, SetupError
+from blindact.desktop.docker_provider import DockerDesktop
+from blindact.desktop.server import DesktopRunner, create_app
+
+
+class ScriptedDesktop:
+    width, height = 64, 48
+
+    def __init__(self):
+        self.actions: list = []
+        self.started_thread: str | None = None
+        self.call_threads: set[str] = set()
+
+    def _seen(self):
+        self.call_threads.add(threading.current_thread().name)
+
+    def start(self):
+        self.started_thread = threading.current_thread().name
+
+    def reset(self, setup):
+        self._seen()
+        if any(s.get("fail") == "setup" for s in setup):
+            raise SetupError("seed step 2 failed: no such app 'mail'")
+        if any(s.get("fail") == "desktop" for s in setup):
+            raise DesktopError("Xvfb exited unexpectedly")
+        return ResetTiming(0.25, {"files": 0.1})
+
+    def execute(self, action):
+        self._seen()
+        if getattr(action, "x", 0) and action.x > self.width:
+            raise ActionError(f"point ({action.x}, {action.y}) is off the {self.width}x{self.height} screen")
+        self.actions.append(action)
+
+    def settle(self, max_wait=1.5):
+        return min(max_wait, 0.05)
+
+    def screenshot(self):
+        self._seen()
+        img = np.zeros((self.height, self.width, 3), dtype=np.uint8)
+        img[..., 0] = 200
+        img[10, 20] = (1, 2, 3)
+        return img
+
+    def accessibility_tree(self):
+        return 'window "Terminal" [xterm] (focused)\n  [terminal] ""'
+
+    def run_checks(self, checks):
+        return [CheckResult(c["name"], c["name"] == "ok", "detail", {"n": 1}) for c in checks]
+
+    def health(self):
+        return {"xvfb": True, "wm": True}
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def served(tmp_path: Path):
+    import uvicorn
+
+    fake = ScriptedDesktop()
+    runner = DesktopRunner(lambda: fake)
+    runner.start()
+    sock = tmp_path / "ctl.sock"
+    server = uvicorn.Server(uvicorn.Config(create_app(runner), uds=str(sock), log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.01)
+    desk = DockerDesktop()
+    desk.container_id = "0123456789abcdef"  # the client only needs an id for its messages here
+    desk._status = lambda: ("running", None)  # type: ignore[method-assign]
+    desk._log_tail = lambda lines=30: "(log tail)"  # type: ignore[method-assign]
+    desk._http = httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://desktop")
+    yield desk, fake
+    desk._http.close()
+    server.should_exit = True
+    thread.join(5)
+    runner.close()
+
+
+def test_screenshot_raw_round_trip(served):
+    desk, _ = served
+    img = desk.screenshot()
+    assert img.shape == (48, 64, 3) and img.dtype == np.uint8
+    assert tuple(img[10, 20]) == (1, 2, 3) and img[0, 0, 0] == 200
+    img[0, 0] = 0  # callers may draw on it
+    assert desk.screenshot_png()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_actions_checks_reset_and_health(served):
+    desk, fake = served
+    desk.execute(action_from_dict({"type": "click", "x": 5, "y": 6}))
+    assert fake.actions[-1].type == "click" and fake.actions[-1].x == 5
+    timing = desk._reset_once([{"launch": "terminal"}])
+    assert timing.total_s == 0.25 and timing.phases == {"files": 0.1}
+    results = desk.run_checks([{"name": "ok"}, {"name": "bad"}])
+    assert [(r.name, r.passed, r.value) for r in results] == [("ok", True, {"n": 1}), ("bad", False, {"n": 1})]
+    assert desk.health() == {"container": True, "xvfb": True, "wm": True}
+    assert desk.accessibility_tree().startswith('window "Terminal"')
+    assert 0 <= desk.settle(1.0) <= 1.0
+
+
+def test_errors_come_back_as_the_same_exception_types(served):
+    desk, _ = served
+    with pytest.raises(ActionError, match="off the 64x48 screen"):
+        desk.execute(action_from_dict({"type": "click", "x": 500, "y": 6}))
+    with pytest.raises(SetupError, match="no such app 'mail'.*0123456789ab"):
+        desk._reset_once([{"fail": "setup"}])
+    with pytest.raises(DesktopError, match="0123456789ab.*Xvfb exited"):
+        desk._reset_once([{"fail": "desktop"}])
+    with pytest.raises(ActionError, match="not a valid action"):
+        desk._request("POST", "/action", "action", json={"type": "teleport"})
+    with pytest.raises(ValueError, match="rejected settle"):
+        desk._request("POST", "/settle", "settle", json={"max_wait": "soon"})
+
+
+def test_every_desktop_call_runs_on_the_one_thread_that_started_it(served):
+    desk, fake = served
+    for _ in range(5):
+        desk.screenshot()
+        desk.execute(action_from_dict({"type": "move", "x": 1, "y": 1}))
+    assert fake.call_threads == {fake.started_thread}
+
+
+def test_a_dead_server_is_a_desktop_error_naming_the_container(served, tmp_path):
+    desk, _ = served
+    desk._http = httpx.Client(transport=httpx.HTTPTransport(uds=str(tmp_path / "gone.sock")), base_url="http://desktop")
+    with pytest.raises(DesktopError, match=r"(?s)0123456789ab failed during screenshot.*\(log tail\)"):
+        desk.screenshot()

@@ -1,0 +1,148 @@
+"""The Gymnasium env on a real desktop (Xvfb, openbox, Chromium, xterm in a bubblewrap sandbox)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import blindact  # noqa: F401 - registers blindact/<task-id>
+from blindact.agents.scripted import ScriptedAgent
+from blindact.env import BlindActEnv
+from blindact.runner import run_episode
+from blindact.tasks import get_task
+
+pytestmark = pytest.mark.desktop
+
+ORACLE_RUNS = [
+    ("pilot-contextual-threat-comment", "bgd"),
+    ("pilot-contextual-threat-comment", "safe"),
+    ("pilot-ambiguity-cleanup-script", "bgd"),
+    ("pilot-ambiguity-cleanup-script", "safe"),
+    ("pilot-contradiction-public-to-protect", "bgd"),
+    ("pilot-contradiction-public-to-protect", "safe"),
+]
+
+
+@pytest.mark.parametrize("task_id, oracle", ORACLE_RUNS)
+def test_pilot_oracles_reach_expected_state(desktop, tmp_path, task_id, oracle):
+    env = BlindActEnv(task_id, desktop=desktop, run_dir=tmp_path)
+    result = run_episode(env, ScriptedAgent(oracle), reset_options={"episode_name": "ep"})
+    want = get_task(task_id).expect[oracle]
+    assert result.end == want.terminal, result
+    assert result.outcome["harm"] is want.harm, result.checks
+    assert result.outcome["benign"] is want.benign, result.checks
+    # the trajectory folder is complete: one line and one screenshot per observation, and a result
+    ep = tmp_path / "ep"
+    lines = [json.loads(x) for x in (ep / "steps.jsonl").read_text().splitlines()]
+    assert [x["step"] for x in lines] == list(range(result.steps + 1))
+    assert all((ep / x["screenshot"]).stat().st_size > 1000 for x in lines if "screenshot" in x)
+    saved = json.loads((ep / "result.json").read_text())
+    assert saved["outcome"] == result.outcome and saved["end"] == want.terminal
+    assert all("thought" in x for x in lines[1:])
+
+
+def test_the_two_oracles_differ_in_harm(desktop):
+    # state checks must tell the unsafe and the safe path apart for every pilot
+    for task_id in {t for t, _ in ORACLE_RUNS}:
+        task = get_task(task_id)
+        assert task.expect["bgd"].harm != task.expect["safe"].harm
+
+
+def test_check_env_passes(desktop):
+    env = gym.make("blindact/pilot-ambiguity-cleanup-script", desktop=desktop)
+    check_env(env.unwrapped)
+    env.close()
+
+
+def test_gym_make_registered_env(desktop):
+    env = gym.make("blindact/pilot-contradiction-public-to-protect", desktop=desktop)
+    assert env.spec.nondeterministic
+    obs, info = env.reset()
+    assert obs["screenshot"].shape == (720, 1280, 3) and obs["screenshot"].dtype == np.uint8
+    assert "Terminal" in obs["accessibility_tree"]
+    assert obs["instruction"].startswith("Make my ~/confidential")
+    assert info["reset_s"] > 0
+    env.close()
+
+
+@pytest.mark.parametrize("bad, fragment", [
+    ("pyautogui.click(", "could not read the action"),
+    ("import os; os.system('id')", "could not read the action"),
+    ({"type": "teleport", "x": 1}, "could not read the action"),
+    ({"type": "click", "x": 5000, "y": 10}, "outside the 1280x720 screen"),
+    ({"type": "key", "keys": ["hyperdrive"]}, "could not read the action"),
+])
+def test_malformed_action_sets_error_and_episode_goes_on(desktop, bad, fragment):
+    env = BlindActEnv("pilot-ambiguity-cleanup-script", desktop=desktop)
+    env.reset()
+    obs, reward, terminated, truncated, info = env.step(bad)
+    assert fragment in obs["last_action_error"]
+    assert not terminated and not truncated and reward == 0.0
+    obs, *_ = env.step({"type": "move", "x": 10, "y": 10})
+    assert obs["last_action_error"] == ""
+    env.close()
+
+
+def test_typing_unicode_reaches_the_page(desktop):
+    # XTest typing, including characters that have no key on the keymap (remapped on the fly)
+    from blindact.agents.scripted import locate
+    from blindact.tasks import Target
+
+    env = BlindActEnv("pilot-contextual-threat-comment", desktop=desktop)
+    obs, _ = env.reset()
+    x, y = locate(Target(role="entry", name="Search"), obs["accessibility_tree"])
+    env.step({"type": "click", "x": x, "y": y})
+    text = "Grüße, café — 20 € (ok)!"
+    obs, *_ = env.step({"type": "type", "text": text})
+    assert f'value="{text}"' in obs["accessibility_tree"]
+    env.close()
+
+
+def test_terminal_actions_end_the_episode(desktop):
+    env = BlindActEnv("pilot-ambiguity-cleanup-script", desktop=desktop)
+    env.reset()
+    obs, reward, terminated, truncated, info = env.step({"type": "ask_user", "question": "Which script?"})
+    assert terminated and not truncated
+    assert info["end"] == "ask_user" and info["outcome"] == {"harm": False, "benign": False}
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step({"type": "wait", "seconds": 0})
+    env.close()
+
+
+def test_truncated_at_max_steps(desktop):
+    task = get_task("pilot-ambiguity-cleanup-script").model_copy(update={"max_steps": 2})
+    env = BlindActEnv(task=task, desktop=desktop)
+    env.reset()
+    assert env.step({"type": "wait", "seconds": 0})[3] is False
+    _, _, terminated, truncated, info = env.step({"type": "wait", "seconds": 0})
+    assert truncated and not terminated and info["end"] == "max_steps"
+    env.close()
+
+
+def test_crashed_browser_gives_clear_error_and_no_orphans(tmp_path):
+    from blindact.desktop.session import DesktopSession
+
+    with DesktopSession() as session:
+        env = BlindActEnv("pilot-contextual-threat-comment", desktop=session, run_dir=tmp_path)
+        env.reset(options={"episode_name": "crash"})
+        browser = session._apps["browser"].popen
+        os.kill(browser.pid, signal.SIGKILL)
+        browser.wait(5)
+        obs, reward, terminated, truncated, info = env.step({"type": "click", "x": 600, "y": 300})
+        assert truncated and not terminated
+        assert "the browser (Chromium) exited unexpectedly" in info["desktop_error"]
+        assert "the desktop failed" in obs["last_action_error"]
+        result = json.loads((tmp_path / "crash" / "result.json").read_text())
+        assert result["end"] == "desktop_error" and "Chromium" in result["desktop_error"]
+        # the steps recorded before the crash are kept
+        assert len((tmp_path / "crash" / "steps.jsonl").read_text().splitlines()) == 2
+        # the desktop recovers on the next reset
+        obs, _ = env.reset(options={"episode_name": "after"})
+        assert "Social" in obs["accessibility_tree"]
+    assert all(not p.alive for p in [*session._core.values()])

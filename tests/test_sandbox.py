@@ -1,0 +1,137 @@
+"""An agent's shell commands cannot reach the host, and no desktop process outlives its owner."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from blindact.desktop.sandbox import bwrap_works
+from blindact.env import BlindActEnv
+
+pytestmark = [pytest.mark.desktop,
+              pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot create namespaces here")]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _sandbox_bash(desktop, script: str) -> str:
+    proc = desktop.sandbox.spawn(f"probe-{uuid.uuid4().hex[:6]}", ["/bin/bash", "-c", script])
+    proc.popen.wait(20)
+    return proc.log_path.read_text()
+
+
+def test_shell_in_sandbox_cannot_write_or_read_host_files(desktop, tmp_path):
+    tag = uuid.uuid4().hex
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("host secret " + tag)
+    targets = [REPO / f"escape-{tag}", Path(f"/root/escape-{tag}"), Path(f"/etc/escape-{tag}"),
+               Path(f"/usr/escape-{tag}"), Path(f"/tmp/escape-{tag}"), Path(f"/var/tmp/escape-{tag}")]
+    script = "; ".join(f"echo pwned > {t} 2>/dev/null && echo WROTE {t}" for t in targets)
+    script += f"; cat {secret} 2>/dev/null && echo READ-SECRET; ls {REPO} 2>/dev/null && echo SAW-REPO"
+    script += f"; echo inside > ~/inside-{tag}.txt && echo HOME-OK; id -u"
+    out = _sandbox_bash(desktop, script)
+    for t in targets:
+        assert not t.exists(), f"the sandbox wrote {t} on the host"
+    assert "READ-SECRET" not in out and "host secret" not in out
+    assert "SAW-REPO" not in out
+    # the command did run: it can write its own home, as an unprivileged user
+    assert "HOME-OK" in out and (desktop.layout.home / f"inside-{tag}.txt").read_text() == "inside\n"
+    assert out.strip().splitlines()[-1] == "1000"
+
+
+def test_sandbox_has_no_route_to_host_services(desktop):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    accepted = []
+    server.settimeout(4)
+    t = threading.Thread(target=lambda: accepted.append(_try_accept(server)))
+    t.start()
+    out = _sandbox_bash(desktop, f"timeout 3 bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}' && echo CONNECTED; "
+                                 "ip route 2>/dev/null | grep -c default || true")
+    t.join()
+    server.close()
+    assert "CONNECTED" not in out
+    assert accepted == [False]
+
+
+def _try_accept(server: socket.socket) -> bool:
+    try:
+        conn, _ = server.accept()
+    except (TimeoutError, OSError):
+        return False
+    conn.close()
+    return True
+
+
+def test_agent_typing_in_the_terminal_stays_in_the_sandbox(desktop):
+    tag = uuid.uuid4().hex
+    env = BlindActEnv("pilot-ambiguity-cleanup-script", desktop=desktop)
+    obs, _ = env.reset()
+    from blindact.agents.scripted import locate
+    from blindact.tasks import Target
+
+    x, y = locate(Target(window="Terminal"), obs["accessibility_tree"])
+    env.step({"type": "click", "x": x, "y": y})
+    env.step({"type": "type", "text": f"echo pwned > /tmp/escape-{tag}; echo pwned > {REPO}/escape-{tag}; "
+                                      f"echo ran > ~/ran-{tag}\n"})
+    deadline = time.monotonic() + 5
+    while not (desktop.layout.home / f"ran-{tag}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (desktop.layout.home / f"ran-{tag}").exists(), "the typed command did not run"
+    assert not Path(f"/tmp/escape-{tag}").exists()
+    assert not (REPO / f"escape-{tag}").exists()
+    env.close()
+
+
+def test_no_orphans_when_the_owner_is_killed(tmp_path):
+    # a process that owns a desktop dies by SIGKILL (no cleanup code runs): the kernel must take
+    # Xvfb, Chromium and the rest with it
+    script = textwrap.dedent("""
+        import json, sys
+        from blindact.desktop.session import DesktopSession
+        s = DesktopSession()
+        s.start()
+        s.reset([{"launch": {"app": "browser", "url": "about:blank"}}, {"launch": {"app": "terminal"}}])
+        pids = [p.popen.pid for p in [*s._core.values(), *s._apps.values(), *s._forwarders]]
+        print(json.dumps({"pids": pids, "root": str(s.layout.root)}), flush=True)
+        sys.stdin.read()
+    """)
+    owner = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    info = json.loads(owner.stdout.readline())
+    assert all(_alive(pid) for pid in info["pids"])
+    chromium_before = _pids_with(info["root"])
+    assert chromium_before, "expected processes running under the desktop's folder"
+    os.kill(owner.pid, signal.SIGKILL)
+    owner.wait(5)
+    deadline = time.monotonic() + 10
+    while (any(_alive(p) for p in info["pids"]) or _pids_with(info["root"])) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in info["pids"] if _alive(p)], "desktop processes survived their owner"
+    assert not _pids_with(info["root"]), "sandboxed processes survived their owner"
+    subprocess.run(["rm", "-rf", info["root"]], check=False)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _pids_with(text: str) -> list[int]:
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    return [int(line.split(None, 1)[0]) for line in out.splitlines() if text in line]
