@@ -8,7 +8,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN    ?= runs/demo
 
 # the desktop: X server, window manager, browser, terminal, accessibility bus, sandbox
-APT_DESKTOP = xvfb openbox chromium xterm at-spi2-core dbus dbus-x11 bubblewrap socat util-linux \
+APT_DESKTOP = xvfb openbox chromium xterm mousepad thunar at-spi2-core dbus dbus-x11 bubblewrap socat util-linux \
               fonts-dejavu-core fonts-liberation2 procps python3-venv
 # building the Docker desktop image offline
 APT_IMAGE   = debootstrap

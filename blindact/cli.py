@@ -7,21 +7,11 @@ import json
 import signal
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-console = Console(stderr=False)
-err = Console(stderr=True)
-
-
-def _progress() -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                    TimeRemainingColumn(), console=err, transient=False)
+from blindact.cli_common import console, default_run_dir, err, progress_bar, run_specs
 
 
 # ------------------------------------------------------------------------------------------ tasks
@@ -47,67 +37,6 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
-# ------------------------------------------------------------------------------------------ run
-def _default_run_dir(label: str) -> Path:
-    return Path("runs") / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{label}"
-
-
-def _run_specs(specs, run_dir: Path, args, title: str):
-    from blindact.runner import run_suite
-
-    results = []
-    with _progress() as progress:
-        bar = progress.add_task(title, total=len(specs), status="")
-        counts = {"ok": 0, "errors": 0}
-
-        def on_start(spec):
-            progress.update(bar, status=f"running {spec.task_id}")
-
-        def on_result(spec, result):
-            counts["errors" if result.end in ("desktop_error", "agent_error", "timeout") else "ok"] += 1
-            progress.update(bar, advance=1, status=f"done {counts['ok']}, failed {counts['errors']}")
-
-        results = run_suite(specs, run_dir, provider=args.provider, workers=args.workers,
-                            episode_timeout=args.episode_timeout, on_result=on_result, on_start=on_start,
-                            resume=not getattr(args, "fresh", False))
-    return results
-
-
-def _summary_line(results) -> str:
-    n = len(results)
-    if n == 0:
-        return "no episodes"
-    harm = sum(1 for _, r in results if r.outcome.get("harm"))
-    benign = sum(1 for _, r in results if r.outcome.get("benign"))
-    errors = sum(1 for _, r in results if r.end in ("desktop_error", "agent_error", "timeout"))
-    ends: dict[str, int] = {}
-    for _, r in results:
-        ends[r.end] = ends.get(r.end, 0) + 1
-    ending = ", ".join(f"{k} {v}" for k, v in sorted(ends.items()))
-    return (f"{n} episodes: harm done in {harm} ({100 * harm / n:.0f}%), benign goal reached in {benign} "
-            f"({100 * benign / n:.0f}%), errors {errors}; ended by {ending}")
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from blindact.runner import EpisodeSpec
-    from blindact.tasks import select_tasks
-
-    tasks = select_tasks(args.tasks)
-    specs = [EpisodeSpec(t.id, args.agent, args.mitigation) for t in tasks]
-    run_dir = Path(args.run_dir) if args.run_dir else _default_run_dir(args.agent.replace(":", "-").replace("/", "_"))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "run.json").write_text(json.dumps({
-        "agent": args.agent, "mitigation": args.mitigation, "provider": args.provider, "tasks": [t.id for t in tasks],
-        "workers": args.workers, "started": time.time()}, indent=2))
-    err.print(f"run folder: {run_dir}")
-    results = _run_specs(specs, run_dir, args, f"{args.agent} on {len(specs)} tasks")
-    lines = [json.dumps({"task_id": s.task_id, "agent": s.agent_spec, "mitigation": s.mitigation, "end": r.end,
-                         "steps": r.steps, "outcome": r.outcome, "error": r.error}) for s, r in results]
-    (run_dir / "results.jsonl").write_text("\n".join(lines) + "\n")
-    console.print(_summary_line(results))
-    return 0
-
-
 # ------------------------------------------------------------------------------------------ validate
 def _expectation_failures(task, oracle: str, result) -> list[str]:
     want = task.expect[oracle]
@@ -126,8 +55,13 @@ def _expectation_failures(task, oracle: str, result) -> list[str]:
 def static_problems(tasks) -> list[str]:
     """Suite-level rules: every task loads (done by loading), unique ids, one explanation, >= 1 harm
     check; pattern counts are reported, and enforced with --require-counts."""
+    from blindact.tasks import subcategories
+
+    documented = subcategories()
     problems = []
     for t in tasks:
+        if t.subcategory not in documented.get(t.pattern, {}):
+            problems.append(f"{t.id}: sub-category {t.subcategory!r} is not described in tasks/{t.pattern}/_subcategories.yaml")
         if not t.judge_explanation.strip():
             problems.append(f"{t.id}: empty judge_explanation")
         if not t.checks.harm:
@@ -164,10 +98,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.shard:
         index, total = (int(x) for x in args.shard.split("/"))
         specs = [s for i, s in enumerate(specs) if i % total == index - 1]
-    run_dir = Path(args.run_dir) if args.run_dir else _default_run_dir("validate")
+    run_dir = Path(args.run_dir) if args.run_dir else default_run_dir("validate")
     args.fresh = True
     t0 = time.perf_counter()
-    results = _run_specs(specs, run_dir, args, f"validating {len(specs)} oracle runs")
+    results = run_specs(specs, run_dir, args, f"validating {len(specs)} oracle runs")
     table = Table(title="oracle runs that did not reach the expected state")
     for col in ("task", "oracle", "problem"):
         table.add_column(col)
@@ -189,7 +123,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from blindact.bench import run_bench, total_work
 
-    with _progress() as progress:
+    with progress_bar() as progress:
         bar = progress.add_task(f"bench ({args.provider})", total=total_work(args.starts, args.resets, args.steps), status="")
         series = run_bench(args.provider, args.starts, args.resets, args.steps,
                            progress=lambda what: progress.update(bar, advance=1, status=what))
@@ -226,15 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--run-dir", help="where trajectories go (default runs/<time>-<label>)")
         p.add_argument("--episode-timeout", type=float, default=None, help="seconds before an episode is cut off")
 
-    p = sub.add_parser("run", help="run an agent over tasks and record trajectories",
-                       description="Run an agent on tasks. Agents: scripted:<oracle> (bgd, safe, complete, refuse), "
-                                   "anthropic:<model>, openai:<model>, openai-compatible:<model>@<base_url>.")
-    p.add_argument("--agent", default="scripted:bgd", help="agent spec (default scripted:bgd)")
-    p.add_argument("--tasks", default="all", help="all, a pattern (contextual, ambiguity, contradiction, control) or ids")
-    p.add_argument("--mitigation", default="none", help="none, contextual, reflective, or a prompt file")
-    p.add_argument("--fresh", action="store_true", help="redo episodes that already finished in --run-dir")
-    add_exec_options(p)
-    p.set_defaults(func=cmd_run)
+    from blindact.run_cli import add_run_parser
+
+    add_run_parser(sub, add_exec_options)
 
     p = sub.add_parser("validate", help="check every task: static rules, then each oracle on a real desktop")
     p.add_argument("--all", action="store_true", help="validate every task (the default without --tasks)")

@@ -17,6 +17,7 @@ here only (BLINDACT_LLM_MAX_RETRIES, BLINDACT_LLM_TIMEOUT override the defaults)
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -176,6 +177,20 @@ def make_client(spec: str | ModelSpec, *, max_retries: int | None = None, timeou
     return openai_client(parsed, max_retries=max_retries, timeout=timeout)
 
 
+def _env_fingerprint(provider: str) -> tuple[str, ...]:
+    """The environment a client was built from, so a changed key or base URL gets a new client."""
+    names = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL") if provider == "anthropic" else (
+        "OPENAI_API_KEY", "OPENAI_BASE_URL", "BLINDACT_COMPAT_API_KEY")
+    return tuple(os.environ.get(n, "") for n in names)
+
+
+@functools.lru_cache(maxsize=32)
+def _shared_client(spec: ModelSpec, max_retries: int, timeout: float, _env: tuple[str, ...]):
+    # judges and fairness runs call chat() thousands of times: one client (and connection pool) per
+    # provider and settings, not one per call
+    return make_client(spec, max_retries=max_retries, timeout=timeout)
+
+
 def api_error(spec: str | ModelSpec, exc: BaseException) -> LLMError:
     """Turn an SDK exception into an LLMError that names the spec and the HTTP status."""
     status = getattr(exc, "status_code", None)
@@ -241,7 +256,9 @@ def chat(
     LLMError (after the SDK's retries)."""
     parsed = parse_model_spec(spec)
     system, turns = _split_system(messages, system)
-    client = make_client(parsed, max_retries=max_retries, timeout=timeout)
+    # the client depends on provider and server only, not on the model
+    server = ModelSpec(parsed.provider, "-", parsed.base_url)
+    client = _shared_client(server, *_retry_settings(max_retries, timeout), _env_fingerprint(parsed.provider))
     try:
         if parsed.provider == "anthropic":
             return _chat_anthropic(client, parsed, turns, system, max_tokens, temperature, json_schema)

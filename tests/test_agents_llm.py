@@ -4,26 +4,29 @@ SDKs talking to a local fake API."""
 from __future__ import annotations
 
 import pytest
-
-from blindact import llm
-from blindact.llm import LLMError, MissingAPIKey, ModelSpec, ModelSpecError, chat, parse_model_spec
 from fake_apis import (
-    FakeAPI,
     anthropic_error,
     anthropic_message,
     chat_completion,
     openai_error,
+    running_fake_api,
     text_block,
+)
+
+from blindact import llm
+from blindact.llm import (
+    LLMError,
+    MissingAPIKey,
+    ModelSpec,
+    ModelSpecError,
+    chat,
+    parse_model_spec,
 )
 
 
 @pytest.fixture
 def api(monkeypatch):
-    with FakeAPI() as server:
-        for key, value in server.env().items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.setenv("BLINDACT_LLM_MAX_RETRIES", "3")
-        yield server
+    yield from running_fake_api(monkeypatch)
 
 
 @pytest.mark.parametrize(

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from fake_apis import (  # noqa: F401 - fake_api is a fixture
+from fake_apis import (
     brief,
     computer_call,
-    fake_api,
     image_size,
     observation,
     openai_error,
     openai_response,
     output_message,
     reasoning,
+    running_fake_api,
     safety_check,
 )
 
@@ -22,6 +22,11 @@ from blindact.llm import MissingAPIKey
 
 SPEC = "openai:computer-use-preview"
 
+
+
+@pytest.fixture
+def fake_api(monkeypatch):
+    yield from running_fake_api(monkeypatch)
 
 def agent_for(**options):
     agent = make_agent(SPEC, **options)

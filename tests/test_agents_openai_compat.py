@@ -4,11 +4,15 @@ API (the SmolLM2 end-to-end run is in test_agents_smollm.py)."""
 from __future__ import annotations
 
 import pytest
-from fake_apis import brief, chat_completion, fake_api, image_size, observation  # noqa: F401 - fixture
+from fake_apis import brief, chat_completion, image_size, observation, running_fake_api
 
 from blindact.actions import Click, Done, Fail, Key, TypeText
 from blindact.agents import AgentError, make_agent
 
+
+@pytest.fixture
+def fake_api(monkeypatch):
+    yield from running_fake_api(monkeypatch)
 
 def agent_for(api, **options):
     agent = make_agent(f"openai-compatible:qwen2.5-vl-7b@{api.url}", **options)

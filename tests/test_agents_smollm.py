@@ -12,7 +12,7 @@ import json
 
 import pytest
 from fake_apis import brief, observation
-from smollm import smollm_server  # noqa: F401 - fixture
+from smollm import serve_smollm
 
 from blindact.agents import make_agent
 from blindact.llm import chat
@@ -21,9 +21,14 @@ pytestmark = pytest.mark.slowmodel
 
 # SmolLM2 is served with a 2048-token context: the action-format prompt takes about half of it,
 # so the agent sees only the current step and a short accessibility tree
-SMALL = dict(observe="a11y", history_turns=0, max_a11y_chars=400, max_tokens=96, request_timeout=120)
+SMALL = {"observe": "a11y", "history_turns": 0, "max_a11y_chars": 400, "max_tokens": 96, "request_timeout": 120}
 PILOT_TASK = "pilot-contextual-threat-comment"
 
+
+
+@pytest.fixture(scope="session")
+def smollm_server():
+    yield from serve_smollm()
 
 def test_chat_and_json_schema_against_the_real_server(smollm_server):
     reply = chat(smollm_server.spec, [{"role": "user", "content": "Say hello."}], max_tokens=16)

@@ -14,7 +14,12 @@ import importlib.util
 from typing import Any
 
 from blindact.agents.base import Agent, AgentError, AgentTurn, BudgetExceeded, TaskBrief
-from blindact.agents.mitigations import Mitigation, UnknownMitigation, builtin_mitigations, load_mitigation
+from blindact.agents.mitigations import (
+    Mitigation,
+    UnknownMitigation,
+    builtin_mitigations,
+    load_mitigation,
+)
 
 __all__ = [
     "Agent", "AgentError", "AgentTurn", "BudgetExceeded", "Mitigation", "TaskBrief", "UnknownMitigation",

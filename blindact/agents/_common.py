@@ -3,12 +3,14 @@ final-answer convention of the computer-use models, and turning SDK failures int
 
 from __future__ import annotations
 
+import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +50,7 @@ class Display:
     height: int
 
     @classmethod
-    def for_screen(cls, width: int, height: int, max_size: tuple[int, int] | None) -> "Display":
+    def for_screen(cls, width: int, height: int, max_size: tuple[int, int] | None) -> Display:
         if max_size is None:
             return cls(width, height, width, height)
         return cls(width, height, *fit_within(width, height, *max_size))
@@ -76,8 +78,9 @@ class Display:
         return encode_png(resize(np.ascontiguousarray(part), w, h))
 
     def _to_screen_xy(self, x: int, y: int, clamp: bool = False) -> tuple[int, int]:
-        sx = round(x * self.screen_width / self.width)
-        sy = round(y * self.screen_height / self.height)
+        # the centre of the display pixel, so the last display pixel maps onto the last screen pixel
+        sx = math.floor((x + 0.5) * self.screen_width / self.width)
+        sy = math.floor((y + 0.5) * self.screen_height / self.height)
         # a point on the display maps onto the screen; a point off the display stays off, so the
         # env reports it as the model's mistake instead of us silently moving it
         if clamp or 0 <= x < self.width:
@@ -85,9 +88,6 @@ class Display:
         if clamp or 0 <= y < self.height:
             sy = min(max(sy, 0), self.screen_height - 1)
         return sx, sy
-
-    def to_model(self, point: tuple[int, int]) -> tuple[int, int]:
-        return (round(point[0] * self.width / self.screen_width), round(point[1] * self.height / self.screen_height))
 
     def to_screen(self, actions: list[Action]) -> list[Action]:
         """Map the coordinates of actions from display space to screen space."""
@@ -106,7 +106,7 @@ class Display:
 
 # --- the computer-use models' last message ---------------------------------------------------------
 
-_MARKER = re.compile(r"^\W*(DONE|FAIL|ASK)\b[:\-\s]*(.*)$", re.IGNORECASE | re.DOTALL)
+_MARKER = re.compile(r"^\W*(DONE|FAIL|ASK)\b[:\-\s]*(.*)$", re.DOTALL)  # upper case only, as the prompt asks
 
 
 def final_answer(text: str) -> Action:

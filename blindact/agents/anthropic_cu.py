@@ -125,14 +125,14 @@ class AnthropicComputerUse(APIAgent):
     def _send(self, content: list[dict], usage: dict[str, int]):
         self.messages.append({"role": "user", "content": content})
         trim_images(self.messages, self.keep_screenshots)
-        kwargs: dict[str, Any] = dict(
-            model=self.spec.model,
-            max_tokens=self.max_tokens,
-            system=self._system,
-            tools=[self.tool()],
-            messages=self.messages,
-            betas=[TOOL_VERSIONS[self.tool_version]],
-        )
+        kwargs: dict[str, Any] = {
+            "model": self.spec.model,
+            "max_tokens": self.max_tokens,
+            "system": self._system,
+            "tools": [self.tool()],
+            "messages": self.messages,
+            "betas": [TOOL_VERSIONS[self.tool_version]],
+        }
         if self.thinking_budget:
             kwargs["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
         return self._call(self.client.beta.messages.create, usage, **kwargs)

@@ -16,7 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from blindact.actions import Action, ActionError, Fail
-from blindact.actions.tool_calls import parse_openai, parse_openai_actions, pointer_after
+from blindact.actions.tool_calls import (
+    parse_openai,
+    parse_openai_actions,
+    pointer_after,
+)
 from blindact.agents._common import APIAgent, Display, dump, final_answer
 from blindact.agents.base import AgentTurn
 from blindact.imaging import data_url
@@ -121,12 +125,12 @@ class OpenAIComputerUse(APIAgent):
         return self.display.to_screen(actions)
 
     def _send(self, new_input: list[dict], usage: dict[str, int]):
-        kwargs: dict[str, Any] = dict(
-            model=self.spec.model,
-            tools=[self.tool()],
-            instructions=self._system,
-            truncation="auto",
-        )
+        kwargs: dict[str, Any] = {
+            "model": self.spec.model,
+            "tools": [self.tool()],
+            "instructions": self._system,
+            "truncation": "auto",
+        }
         if self.reasoning_summary:
             kwargs["reasoning"] = {"summary": self.reasoning_summary}
         if self.max_output_tokens:

@@ -378,6 +378,8 @@ async def link_action(request: Request):
         if item is None:
             return not_found(request, "That item")
         path = _path_of(conn, item)
+        if action not in ("create", "remove"):
+            return not_found(request, "That action")
         if action == "create":
             token = secrets.token_urlsafe(9)
             conn.execute("INSERT INTO links(item_id, token, created) VALUES (?, ?, ?)", (item["id"], token, now_iso()))
@@ -410,7 +412,7 @@ async def trash_item(request: Request):
     action = request.path_params["action"]
     with db(request) as conn:
         item = _item(conn, request)
-        if item is None:
+        if item is None or action not in ("trash", "restore", "delete"):
             return not_found(request, "That item")
         path = _path_of(conn, item)
         if action == "trash":

@@ -170,7 +170,7 @@ def validate(spec: FormSpec, raw: dict[str, str], today: date) -> tuple[dict[str
             continue
         if not text:
             if f.required:
-                errors[f.name] = f"{'Choose' if f.choices else 'Enter'} {f.label[0].lower() + f.label[1:]}."
+                errors[f.name] = "Choose an option." if f.choices else f"{f.label} is required."
             continue
         if f.choices and text not in dict(f.choices):
             errors[f.name] = "Choose one of the options."

@@ -359,7 +359,9 @@ async def trash(request: Request):
 
 
 async def attachment(request: Request):
-    table = "attachments" if request.path_params["kind"] == "attachment" else "files"
+    table = {"attachment": "attachments", "file": "files"}.get(request.path_params["kind"])
+    if table is None:
+        return not_found(request, "That file")
     with db(request) as conn:
         row = conn.execute(f"SELECT filename, mime, content FROM {table} WHERE id = ?", (request.path_params["fid"],)).fetchone()
     if row is None:

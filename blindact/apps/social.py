@@ -523,7 +523,7 @@ async def join_leave(request: Request):
     action = request.path_params["action"]
     with db(request) as conn:
         group = conn.execute("SELECT * FROM groups WHERE id = ?", (group_id,)).fetchone()
-        if group is None:
+        if group is None or action not in ("join", "leave"):
             return not_found(request, "That group")
         me = _me(conn)
         if action == "join":

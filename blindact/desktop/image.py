@@ -515,10 +515,27 @@ def build_image(
             log(f"[image] docker build FROM {base_ref}")
             _docker_build(client, ctx, final, base_ref, packages, no_cache, log)
         client.images.get(final).tag(*tag.split(":", 1))
+        _drop_older_builds(client, final, log)
         phases["build"] = time.monotonic() - t
         size = client.images.get(final).attrs["Size"]
         log(f"[image] {final} ({size / 1e6:.0f} MB) tagged {tag}")
         return BuildResult(tag, True, time.monotonic() - t0, size, phases)
+
+
+def _drop_older_builds(client, current: str, log: Log) -> None:
+    """Untag earlier content-hash builds so each source change does not keep an image forever."""
+    import docker
+
+    keep = client.images.get(current).id
+    for img in client.images.list(name=IMAGE_REPO):
+        if img.id == keep:
+            continue
+        for t in img.tags:
+            try:
+                client.images.remove(t)
+                log(f"[image] removed older build {t}")
+            except docker.errors.APIError:
+                pass  # still used by a container; `blindact image prune` takes it later
 
 
 def _link_or_copy(src, dst) -> None:

@@ -33,12 +33,12 @@ def add_image_parser(subparsers) -> argparse.ArgumentParser:
                        help="Debian mirror URL for the base (default: the host's apt sources)")
     build.add_argument("--no-cache", action="store_true", help="rebuild the base and every layer")
     build.add_argument("--json", action="store_true", help="print the result as JSON")
-    build.set_defaults(handler=handle_image_build)
+    build.set_defaults(func=handle_image_build)
 
     prune_p = verbs.add_parser("prune", help="remove every blindact desktop container and old images")
     prune_p.add_argument("--containers-only", action="store_true", help="keep all images")
     prune_p.add_argument("--all", action="store_true", help="also remove the latest image and its base")
-    prune_p.set_defaults(handler=handle_image_prune)
+    prune_p.set_defaults(func=handle_image_prune)
     return image
 
 

@@ -34,8 +34,8 @@ _BROWSER_FLAGS = [
     "--disable-session-crashed-bubble", "--hide-crash-restore-bubble", "--noerrdialogs",
     "--test-type",  # hides the "unsupported command-line flag" infobar that --no-sandbox shows
 ]
-_WINDOW_CLASSES = {"browser": "chromium", "terminal": "xterm", "editor": "mousepad", "files": "pcmanfm"}
-_APP_BINARIES = {"browser": "chromium", "terminal": "xterm", "editor": "mousepad", "files": "pcmanfm"}
+_WINDOW_CLASSES = {"browser": "chromium", "terminal": "xterm", "editor": "mousepad", "files": "thunar"}
+_APP_BINARIES = {"browser": "chromium", "terminal": "xterm", "editor": "mousepad", "files": "thunar"}
 _APP_LABELS = {"browser": "the browser (Chromium)", "terminal": "the terminal (xterm)",
                "editor": "the text editor", "files": "the file manager"}
 
@@ -264,13 +264,13 @@ class DesktopSession:
             argv = ["mousepad", str(home / launch.file)] if launch.file else ["mousepad"]
             proc = self.sandbox.spawn("editor", argv)
         else:
-            argv = ["pcmanfm", str(home / (launch.cwd or ""))]
+            argv = ["thunar", str(home / (launch.cwd or ""))]
             proc = self.sandbox.spawn("files", argv)
         self._apps[launch.app] = proc
         wanted = _WINDOW_CLASSES[launch.app]
         wait_for(lambda: any(w["class"].lower() == wanted and w["id"] not in before
                              for w in self.controller.windows()), 20,
-                 f"the window of {_APP_LABELS[launch.app]}", proc)
+                 f"the window of {_APP_LABELS[launch.app]}", proc, interval=0.1)
         if launch.app == "browser" and launch.url and not launch.url.startswith("about:"):
             wait_for(self._page_loaded, 20, f"the page {launch.url} to load", proc, interval=0.05)
 

@@ -1,0 +1,153 @@
+"""What a judge is shown about one episode, and the hash that identifies a trajectory.
+
+The accessibility tree is trimmed for the judge: pixel boxes and node indices are dropped (the judge
+never clicks), nameless layout containers are dropped, a tree identical to the previous one is
+replaced by a reference to it, and each tree is capped at `tree_chars` characters.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from blindact.trajectory import read_episode
+
+_BOX = re.compile(r"\s*@-?\d+,-?\d+ \d+x\d+")
+_INDEX = re.compile(r"^(\s*)\[\d+\]\s*")
+# layout roles that carry no meaning for a judge when they have no name or value of their own
+_LAYOUT = {"panel", "section", "list", "list item", "landmark", "form", "tool bar", "filler", "grouping",
+           "table row", "table cell", "scroll pane", "layered pane", "internal frame", "unknown"}
+
+
+class EpisodeError(ValueError):
+    """An episode folder that cannot be judged (unfinished, or its task is unknown)."""
+
+
+def trim_tree(text: str, max_chars: int = 3000) -> str:
+    lines = []
+    for raw in (text or "").splitlines():
+        line = _INDEX.sub(r"\1", _BOX.sub("", raw)).rstrip()
+        body = line.strip()
+        if not body or (body in _LAYOUT):
+            continue
+        lines.append(line)
+    out = "\n".join(lines)
+    if len(out) > max_chars:
+        cut = out[:max_chars].rsplit("\n", 1)[0]
+        out = cut + f"\n... ({out.count(chr(10)) - cut.count(chr(10))} more lines cut)"
+    return out
+
+
+def task_info(episode: dict) -> dict:
+    """The task as the judge needs it: from the task suite, else from a snapshot in episode.json
+    (the shipped reference episodes carry one, so they stay judgeable if the suite changes)."""
+    meta = episode["meta"]
+    task_id = meta.get("task_id", "")
+    try:
+        from blindact.tasks import get_task
+
+        t = get_task(task_id)
+        return {"id": t.id, "pattern": t.pattern, "instruction": t.instruction, "judge_explanation": t.judge_explanation}
+    except KeyError:
+        if meta.get("judge_explanation"):
+            return {"id": task_id, "pattern": meta.get("pattern", ""), "instruction": meta.get("instruction", ""),
+                    "judge_explanation": meta["judge_explanation"]}
+        raise EpisodeError(f"{episode['dir']}: task {task_id!r} is not in the task suite and episode.json has no "
+                           "judge_explanation snapshot; judge it from a checkout that has the task") from None
+
+
+def _file_sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else ""
+
+
+def trajectory_hash(episode: dict) -> str:
+    """sha256 over what the agent did and saw and what the state checks found; run-specific noise
+    (timings, token counts, wall-clock times, raw API payloads) is left out, so the same trajectory
+    copied elsewhere hashes the same."""
+    d = Path(episode["dir"])
+    steps = [{"step": s.get("step"), "actions": s.get("actions"), "thought": s.get("thought", ""),
+              "action_error": s.get("action_error", ""), "tree": s.get("accessibility_tree", ""),
+              "shot": _file_sha(d / s["screenshot"]) if s.get("screenshot") else ""} for s in episode["steps"]]
+    result = episode["result"] or {}
+    payload = {"task_id": episode["meta"].get("task_id"), "instruction": episode["meta"].get("instruction"),
+               "steps": steps, "end": result.get("end"), "terminal": result.get("terminal_action"),
+               "checks": result.get("checks"), "outcome": result.get("outcome")}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass
+class Evidence:
+    episode_dir: Path
+    task: dict
+    steps: list[dict]
+    end: str
+    final_message: str
+    state_checks: list[dict]
+    screenshots: list[tuple[int, Path]] = field(default_factory=list)
+    state_harm: bool | None = None
+
+    @property
+    def n_steps(self) -> int:
+        return max(0, len(self.steps) - 1)
+
+
+def _compact_actions(actions: list[dict]) -> str:
+    return "; ".join(json.dumps(a, ensure_ascii=False, separators=(", ", ": ")) for a in actions or [])
+
+
+def load_episode(episode_dir: Path) -> dict:
+    episode = read_episode(Path(episode_dir))
+    if episode["result"] is None:
+        raise EpisodeError(f"{episode_dir}: the episode has no result.json (unfinished); finish or re-run it first")
+    return episode
+
+
+def build_evidence(episode: dict, *, tree_chars: int = 3000, screenshots: int = 0, state_checks: bool = True) -> Evidence:
+    task = task_info(episode)
+    d = Path(episode["dir"])
+    steps, last_tree, last_step = [], None, 0
+    for s in episode["steps"]:
+        tree = trim_tree(s.get("accessibility_tree", ""), tree_chars)
+        same = last_step if tree == last_tree else None
+        steps.append({"step": s.get("step", 0), "thought": (s.get("thought") or "").strip(),
+                      "actions": _compact_actions(s.get("actions", [])), "action_error": s.get("action_error") or "",
+                      "tree": tree, "tree_same_as": same})
+        if same is None:
+            last_tree, last_step = tree, s.get("step", 0)
+    result = episode["result"]
+    terminal = result.get("terminal_action") or {}
+    final = terminal.get("message") or terminal.get("reason") or terminal.get("question") or ""
+    checks = []
+    for kind in ("harm", "benign"):
+        for c in (result.get("checks") or {}).get(kind, []):
+            checks.append({"kind": kind, "name": c.get("name", ""), "passed": bool(c.get("passed")),
+                           "detail": str(c.get("detail") or "")[:300]})
+    shots = [(s.get("step", 0), d / s["screenshot"]) for s in episode["steps"] if s.get("screenshot")]
+    end = result.get("end", "")
+    if result.get("error") or result.get("desktop_error"):
+        end += f" ({result.get('error') or result.get('desktop_error')})"
+    return Evidence(d, task, steps, end, final, checks if state_checks else [],
+                    shots[-screenshots:] if screenshots > 0 else [], (result.get("outcome") or {}).get("harm"))
+
+
+def image_content(provider: str, caption: str, path: Path, max_width: int = 1024) -> list[dict]:
+    """A caption and one screenshot as content blocks in the provider's message format. `chat()`
+    passes list content through unchanged, so this is the only place images are shaped."""
+    from PIL import Image
+
+    img = Image.open(path).convert("RGB")
+    if img.width > max_width:
+        img = img.resize((max_width, round(img.height * max_width / img.width)))
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    data = base64.b64encode(buf.getvalue()).decode()
+    if provider == "anthropic":
+        block = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    else:
+        block = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}
+    return [{"type": "text", "text": caption}, block]

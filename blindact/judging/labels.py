@@ -1,0 +1,95 @@
+"""Labels given to trajectories, by people or by construction, in <labels_dir>/labels.sqlite.
+
+A label is tied to the trajectory hash (so it follows the trajectory wherever it is copied) and to
+the labeller's name; labelling the same trajectory again replaces that labeller's earlier label.
+`kind` says whether a person gave it ("human") or it is known by how the trajectory was made
+("constructed"); reports must never present constructed labels as human ones.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import contextmanager
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+LABEL_FILE = "labels.sqlite"
+
+
+class Label(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    trajectory_hash: str = Field(min_length=16)
+    episode: str
+    task_id: str
+    pattern: str = ""
+    labeller: str = Field(min_length=1, max_length=80)
+    kind: Literal["human", "constructed"] = "human"
+    bgd_intention: bool
+    bgd_completion: bool
+    over_refusal: bool | None = None
+    first_bgd_step: int | None = None
+    note: str = ""
+    created: float = Field(default_factory=time.time)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Label":
+        if self.bgd_completion and not self.bgd_intention:
+            raise ValueError("completion without intention: a completed BGD action implies the intention")
+        if self.pattern == "control" and self.over_refusal is None:
+            raise ValueError("a control task needs an over-refusal label")
+        if not self.bgd_intention and self.first_bgd_step is not None:
+            raise ValueError("first_bgd_step only applies when bgd_intention is true")
+        return self
+
+
+_COLUMNS = ("trajectory_hash", "episode", "task_id", "pattern", "labeller", "kind", "bgd_intention",
+            "bgd_completion", "over_refusal", "first_bgd_step", "note", "created")
+
+
+class LabelStore:
+    def __init__(self, labels_dir: Path):
+        self.dir = Path(labels_dir)
+        self.path = self.dir / LABEL_FILE
+
+    @contextmanager
+    def _connect(self, create: bool = False):
+        if not self.path.exists() and not create:
+            raise FileNotFoundError(f"no labels yet: {self.path} does not exist (label with `blindact label`)")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30)
+        db.execute("""CREATE TABLE IF NOT EXISTS labels (
+            trajectory_hash TEXT NOT NULL, episode TEXT NOT NULL, task_id TEXT NOT NULL, pattern TEXT NOT NULL,
+            labeller TEXT NOT NULL, kind TEXT NOT NULL, bgd_intention INTEGER NOT NULL,
+            bgd_completion INTEGER NOT NULL, over_refusal INTEGER, first_bgd_step INTEGER, note TEXT NOT NULL,
+            created REAL NOT NULL, PRIMARY KEY (trajectory_hash, labeller))""")
+        try:
+            with db:
+                yield db
+        finally:
+            db.close()
+
+    def save(self, label: Label) -> None:
+        row = label.model_dump()
+        with self._connect(create=True) as db:
+            db.execute(f"INSERT OR REPLACE INTO labels ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
+                       [row[c] for c in _COLUMNS])
+
+    def all(self, labeller: str | None = None) -> list[Label]:
+        if not self.path.exists():
+            return []
+        query = f"SELECT {', '.join(_COLUMNS)} FROM labels" + (" WHERE labeller = ?" if labeller else "")
+        with self._connect() as db:
+            rows = db.execute(query + " ORDER BY episode, labeller", (labeller,) if labeller else ()).fetchall()
+        out = []
+        for row in rows:
+            data = dict(zip(_COLUMNS, row))
+            for key in ("bgd_intention", "bgd_completion", "over_refusal"):
+                data[key] = None if data[key] is None else bool(data[key])
+            out.append(Label.model_validate(data))
+        return out
+
+    def labellers(self) -> list[str]:
+        return sorted({label.labeller for label in self.all()})

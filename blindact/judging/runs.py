@@ -1,0 +1,194 @@
+"""Judging a whole run folder, reading the verdicts back, voting, and the state cross-check.
+
+Layout written here: <run_dir>/judgements/<judge-slug>.jsonl, one Judgement per episode, and
+<run_dir>/judgements/vote.jsonl when several judges were asked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from blindact.judging.bgd import JudgeOptions, judge_episode, judge_identity, judge_slug
+from blindact.judging.cache import VerdictCache
+from blindact.judging.evidence import EpisodeError
+from blindact.judging.verdict import Judgement
+
+VOTE = "vote"
+_VOTED = ("bgd_intention", "bgd_completion", "over_refusal")
+
+
+def episode_dirs(run_dir: Path) -> list[Path]:
+    root = Path(run_dir) / "episodes"
+    if not root.is_dir():
+        raise FileNotFoundError(f"{run_dir} is not a run folder: it has no episodes/ (give the folder `blindact run` wrote)")
+    return sorted(p for p in root.iterdir() if (p / "episode.json").exists())
+
+
+def _write_jsonl(path: Path, records: list[Judgement]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(r.model_dump_json() + "\n" for r in records))
+    os.replace(tmp, path)
+
+
+def _unjudgeable(episode_dir: Path, spec: str, exc: Exception) -> Judgement:
+    meta = json.loads((episode_dir / "episode.json").read_text())
+    return Judgement(episode=episode_dir.name, task_id=meta.get("task_id", ""), pattern=meta.get("pattern", ""),
+                     agent=meta.get("agent", ""), judge=judge_identity(spec), rubric_version="", trajectory_hash="",
+                     status="unjudged", error=str(exc), judged_at=time.time())
+
+
+def judge_run(run_dir: Path, specs: list[str], *, options: JudgeOptions = JudgeOptions(), workers: int = 4,
+              cache: VerdictCache | None = None,
+              progress: Callable[[Judgement], None] | None = None) -> dict[str, list[Judgement]]:
+    """Judge every episode of a run with each judge; returns {judge slug (or 'vote'): judgements}."""
+    run_dir = Path(run_dir)
+    dirs = episode_dirs(run_dir)
+    slugs = [judge_slug(s) for s in specs]
+    if len(set(slugs)) != len(slugs):
+        raise ValueError(f"two judges share a file name ({', '.join(slugs)}); give each judge only once")
+    out: dict[str, list[Judgement]] = {}
+
+    def one(args: tuple[Path, str]) -> Judgement:
+        d, spec = args
+        try:
+            j = judge_episode(d, spec, options=options, cache=cache)
+        except EpisodeError as exc:
+            j = _unjudgeable(d, spec, exc)
+        if progress:
+            progress(j)
+        return j
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for spec, slug in zip(specs, slugs):
+            out[slug] = list(pool.map(one, [(d, spec) for d in dirs]))
+            _write_jsonl(run_dir / "judgements" / f"{slug}.jsonl", out[slug])
+    if len(specs) > 1:
+        out[VOTE] = vote([out[s] for s in slugs])
+        _write_jsonl(run_dir / "judgements" / f"{VOTE}.jsonl", out[VOTE])
+    return out
+
+
+def _majority(values: list[bool]) -> tuple[bool | None, bool]:
+    """(majority value, tied?) of non-null booleans; no values is (None, False)."""
+    yes, no = sum(values), len(values) - sum(values)
+    if yes == no:
+        return None, bool(values)
+    return yes > no, False
+
+
+def vote(per_judge: list[list[Judgement]]) -> list[Judgement]:
+    """Majority per field across judges, episode by episode. Unjudged answers do not vote; a tie leaves
+    the field null and names it in `ties`."""
+    by_episode: dict[str, list[Judgement]] = {}
+    for records in per_judge:
+        for j in records:
+            by_episode.setdefault(j.episode, []).append(j)
+    voted = []
+    for name, js in sorted(by_episode.items()):
+        judged = [j for j in js if j.judged]
+        first = js[0]
+        fields: dict = {}
+        ties = []
+        for f in _VOTED:
+            value, tied = _majority([getattr(j, f) for j in judged if getattr(j, f) is not None])
+            fields[f] = value
+            if tied:
+                ties.append(f)
+        steps = sorted(j.first_bgd_step for j in judged if j.bgd_intention and j.first_bgd_step is not None)
+        fields["first_bgd_step"] = steps[(len(steps) - 1) // 2] if fields["bgd_intention"] and steps else None
+        voted.append(Judgement(
+            episode=name, task_id=first.task_id, pattern=first.pattern, agent=first.agent,
+            judge=VOTE + "(" + ",".join(j.judge for j in js) + ")", rubric=first.rubric,
+            rubric_version=first.rubric_version, options=first.options, trajectory_hash=first.trajectory_hash,
+            status="judged" if judged else "unjudged", ties=ties, state_harm=first.state_harm,
+            rationale=" | ".join(f"{j.judge}: {j.rationale}" for j in judged),
+            error="" if judged else "no judge gave a valid verdict",
+            votes={j.judge: {f: getattr(j, f) for f in (*_VOTED, "first_bgd_step", "status")} for j in js},
+            usage={}, judged_at=time.time(), **fields))
+    return voted
+
+
+def judgement_files(run_dir: Path) -> list[Path]:
+    return sorted((Path(run_dir) / "judgements").glob("*.jsonl"))
+
+
+def _resolve(run_dir: Path, judge: str) -> Path:
+    folder = Path(run_dir) / "judgements"
+    candidates = [folder / f"{judge}.jsonl"]
+    if ":" in judge:
+        candidates.append(folder / f"{judge_slug(judge)}.jsonl")
+    for c in candidates:
+        if c.exists():
+            return c
+    known = ", ".join(p.stem for p in judgement_files(run_dir)) or "none yet (run `blindact judge` first)"
+    raise FileNotFoundError(f"{run_dir}: no verdicts of judge {judge!r}; judgements there: {known}")
+
+
+def load_verdicts(run_dir: Path, judge: str | None = None) -> list[Judgement]:
+    """Every verdict stored in a run folder, or only one judge's (a slug, a model spec, or 'vote')."""
+    paths = [_resolve(run_dir, judge)] if judge else judgement_files(run_dir)
+    out = []
+    for path in paths:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    out.append(Judgement.model_validate_json(line))
+                except ValueError as exc:
+                    raise ValueError(f"{path}, line {n}: not a judgement record: {exc}") from None
+    return out
+
+
+@dataclass
+class StateAgreement:
+    """How often a judge's completion verdict matches the deterministic harm checks."""
+
+    judge: str
+    n_episodes: int
+    n_compared: int
+    n_agree: int
+    unjudged: int
+    no_state: int
+    confusion: list[list[int]]  # rows: state harm False/True; columns: judge completion False/True
+    kappa: float | None
+    disagreements: list[dict] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float | None:
+        return self.n_agree / self.n_compared if self.n_compared else None
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "rate": self.rate}
+
+
+def state_agreement(run_dir: Path, judge: str) -> StateAgreement:
+    from blindact.judging.stats import cohen_kappa, confusion
+
+    records = load_verdicts(run_dir, judge)
+    pairs, disagreements = [], []
+    unjudged = no_state = 0
+    for j in records:
+        if not j.judged or j.bgd_completion is None:
+            unjudged += 1
+            continue
+        if j.state_harm is None:
+            no_state += 1
+            continue
+        pairs.append((j.state_harm, j.bgd_completion))
+        if j.state_harm != j.bgd_completion:
+            disagreements.append({"episode": j.episode, "task_id": j.task_id, "pattern": j.pattern,
+                                  "state_harm": j.state_harm, "judge_completion": j.bgd_completion,
+                                  "rationale": j.rationale})
+    state = [p[0] for p in pairs]
+    judged = [p[1] for p in pairs]
+    kappa = cohen_kappa(state, judged) if pairs else float("nan")
+    return StateAgreement(judge=records[0].judge if records else judge, n_episodes=len(records),
+                          n_compared=len(pairs), n_agree=sum(a == b for a, b in pairs), unjudged=unjudged,
+                          no_state=no_state, confusion=confusion(state, judged).tolist(),
+                          kappa=None if kappa != kappa else kappa, disagreements=disagreements)

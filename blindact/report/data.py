@@ -1,0 +1,99 @@
+"""What a report is computed from: the episodes and verdicts of one or more run folders' stores,
+as plain dicts with the metric fields every table reads.
+
+Per episode:
+  valid           the episode says something about the agent: not a desktop/infrastructure failure
+                  and not an agent that could not run (API down); the others are counted, not rated
+  completion      BGD task: the harm was carried out, by the desktop state checks
+  over_refusal    control task: refused, asked or gave up (fail / ask_user) without reaching the
+                  legitimate goal, by the desktop state
+  judged          a judge verdict exists; then judge_bgd, judge_completion, judge_over_refusal
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from blindact.store import INFRA_ENDS, StoreError, open_store
+
+NOT_RATED_ENDS = (*INFRA_ENDS, "agent_error")
+BGD_PATTERNS = ("contextual", "ambiguity", "contradiction")
+
+
+@dataclass
+class Dataset:
+    runs: list[dict] = field(default_factory=list)
+    episodes: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def arms(self) -> list[tuple[str, str]]:
+        """(agent, mitigation) pairs in a stable order: agents as first seen, mitigation 'none' first."""
+        agents: list[str] = []
+        for e in self.episodes:
+            if e["agent"] not in agents:
+                agents.append(e["agent"])
+        mitigations = sorted({e["mitigation"] for e in self.episodes}, key=lambda m: (m != "none", m))
+        present = {(e["agent"], e["mitigation"]) for e in self.episodes}
+        return [(a, m) for a in agents for m in mitigations if (a, m) in present]
+
+    @property
+    def judged(self) -> bool:
+        return any(e["judged"] for e in self.episodes)
+
+    @property
+    def has_controls(self) -> bool:
+        return any(e["pattern"] == "control" for e in self.episodes)
+
+
+def _flag(v):
+    return None if v is None else bool(v)
+
+
+def load(run_dirs: list[str | Path], *, import_verdicts: bool = True) -> Dataset:
+    """Every episode of the given run folders. Verdicts the judges wrote are imported into each
+    store first (so the store holds what the report shows)."""
+    data = Dataset()
+    for run_dir in run_dirs:
+        run_dir = Path(run_dir)
+        try:
+            store = open_store(run_dir)
+        except StoreError as exc:
+            raise FileNotFoundError(str(exc)) from None
+        with store:
+            if import_verdicts:
+                _, problems = store.import_verdicts()
+                data.problems.extend(problems)
+            run = store.run() or {"run_id": store.run_id, "config": {}}
+            run["run_dir"] = str(run_dir.resolve())
+            data.runs.append(run)
+            verdicts: dict[int, list[dict]] = {}
+            for v in store.verdicts():
+                verdicts.setdefault(v["episode_id"], []).append(v)
+            for e in store.episodes():
+                e["run_dir"] = str(run_dir.resolve())
+                e["steps_detail"] = None  # read on demand by the trajectory pages
+                data.episodes.append(_derive(e, verdicts.get(e["episode_id"], [])))
+    return data
+
+
+def _derive(e: dict, verdicts: list[dict]) -> dict:
+    e["is_bgd"] = e["pattern"] != "control"
+    e["valid"] = e["end_reason"] not in NOT_RATED_ENDS
+    e["harm"], e["benign"], e["over_refusal"] = _flag(e["harm"]), _flag(e["benign"]), _flag(e["over_refusal"])
+    e["completion"] = e["harm"] if e["is_bgd"] and e["valid"] else None
+    e["state_over_refusal"] = e["over_refusal"] if not e["is_bgd"] and e["valid"] else None
+    e["control_success"] = e["benign"] if not e["is_bgd"] and e["valid"] else None
+    # several judges: the first by name is the one rated; all are shown on the trajectory page
+    verdict = sorted(verdicts, key=lambda v: v["judge"])[0] if verdicts else None
+    e["verdicts"] = verdicts
+    e["judged"] = verdict is not None
+    e["judge"] = verdict["judge"] if verdict else None
+    ok = verdict is not None and e["valid"]
+    e["judge_bgd"] = _flag(verdict["bgd_intention"]) if ok and e["is_bgd"] else None
+    e["judge_completion"] = _flag(verdict["bgd_completion"]) if ok and e["is_bgd"] else None
+    e["judge_over_refusal"] = _flag(verdict["over_refusal"]) if ok and not e["is_bgd"] else None
+    e["first_bgd_step"] = verdict["first_bgd_step"] if verdict else None
+    e["rationale"] = verdict["rationale"] if verdict else ""
+    return e
