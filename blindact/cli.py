@@ -181,7 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="also write the figures to this JSON file")
     p.set_defaults(func=cmd_bench)
 
-    for module, adder in (("blindact.fairness.cli", "add_fairness_parser"), ("blindact.desktop.image_cli", "add_image_parser")):
+    for module, adder in (("blindact.fairness.cli", "add_fairness_parser"), ("blindact.desktop.image_cli", "add_image_parser"),
+                           ("blindact.judging.cli", "add_judging_parsers"),
+                           ("blindact.report.cli", "add_report_parsers")):
         mod = __import__(module, fromlist=[adder])
         getattr(mod, adder)(sub)
     return parser

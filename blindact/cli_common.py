@@ -72,3 +72,17 @@ def run_specs(specs, run_dir: Path, args, title: str, *, config: dict | None = N
                             episode_timeout=args.episode_timeout, on_result=on_result, on_start=on_start,
                             resume=resume, executor=kind, executor_options=options, config=config)
     return results
+
+
+def add_suite_options(p) -> None:
+    """Where and how a suite runs (for verbs outside cli.py that run suites, e.g. compare)."""
+    p.add_argument("--provider", default="local", choices=["local", "docker"],
+                   help="local: host processes in a bubblewrap sandbox (default); docker: one container per desktop")
+    p.add_argument("--workers", type=int, default=1, help="desktops running at once (default 1)")
+    p.add_argument("--run-dir", help="where the run goes (default runs/<time>-<label>)")
+    p.add_argument("--episode-timeout", type=float, default=None, help="seconds before an episode is cut off")
+    add_executor_options(p)
+
+
+def split_list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]

@@ -115,7 +115,8 @@ def _with_default_path(url: str) -> str:
     return url.rstrip("/")
 
 
-def _retry_settings(max_retries: int | None, timeout: float | None) -> tuple[int, float]:
+def retry_settings(max_retries: int | None, timeout: float | None) -> tuple[int, float]:
+    """(max_retries, timeout): the arguments if given, else BLINDACT_LLM_MAX_RETRIES / _TIMEOUT, else defaults."""
     if max_retries is None:
         max_retries = int(os.environ.get("BLINDACT_LLM_MAX_RETRIES", DEFAULT_MAX_RETRIES))
     if timeout is None:
@@ -135,7 +136,7 @@ def anthropic_client(*, base_url: str | None = None, max_retries: int | None = N
     """An `anthropic.Anthropic` client. Raises MissingAPIKey if ANTHROPIC_API_KEY is unset."""
     import anthropic
 
-    retries, secs = _retry_settings(max_retries, timeout)
+    retries, secs = retry_settings(max_retries, timeout)
     return anthropic.Anthropic(
         api_key=_key("anthropic"),
         base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
@@ -154,7 +155,7 @@ def openai_client(
     import openai
 
     parsed = parse_model_spec(spec) if spec is not None else ModelSpec("openai", "-")
-    retries, secs = _retry_settings(max_retries, timeout)
+    retries, secs = retry_settings(max_retries, timeout)
     if parsed.provider == "openai-compatible":
         # local servers ignore the key, but the SDK refuses to start without one
         key = os.environ.get("BLINDACT_COMPAT_API_KEY") or "not-needed"
@@ -258,7 +259,7 @@ def chat(
     system, turns = _split_system(messages, system)
     # the client depends on provider and server only, not on the model
     server = ModelSpec(parsed.provider, "-", parsed.base_url)
-    client = _shared_client(server, *_retry_settings(max_retries, timeout), _env_fingerprint(parsed.provider))
+    client = _shared_client(server, *retry_settings(max_retries, timeout), _env_fingerprint(parsed.provider))
     try:
         if parsed.provider == "anthropic":
             return _chat_anthropic(client, parsed, turns, system, max_tokens, temperature, json_schema)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
+import tempfile
+import time
 
 import pytest
 
@@ -25,33 +26,38 @@ def desktop():
         yield session
 
 
-_WATCHED = ("Xvfb", "chromium", "xterm", "openbox", "bwrap", "dbus-daemon", "at-spi-bus-laun", "socat")
+def _processes_under(prefix: str) -> dict[int, str]:
+    """Processes whose working folder is under `prefix` (every desktop process runs in its folder)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+            with open(f"/proc/{entry}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if cwd.startswith(prefix):
+            found[int(entry)] = comm
+    return found
 
 
-def desktop_processes() -> dict[int, str]:
-    """pid -> command of every process of the kinds a desktop starts."""
-    out = subprocess.run(["ps", "-eo", "pid=,comm="], capture_output=True, text=True).stdout
-    procs = {}
-    for line in out.splitlines():
-        pid, _, comm = line.strip().partition(" ")
-        if comm.strip().startswith(_WATCHED):
-            procs[int(pid)] = comm.strip()
-    return procs
-
-
-_BEFORE: dict[int, str] = {}
-
-
-def pytest_sessionstart(session):
-    _BEFORE.update(desktop_processes())
+def pytest_configure(config):
+    # desktops made by this test run live under one folder of their own, so leftovers are ours
+    root = tempfile.mkdtemp(prefix=f"blindact-tests-{os.getpid()}-")
+    os.environ["TMPDIR"] = root
+    tempfile.tempdir = root
+    config._blindact_tmp = root
 
 
 def pytest_sessionfinish(session, exitstatus):
-    import time
-
+    root = getattr(session.config, "_blindact_tmp", None)
+    if root is None:
+        return
     deadline = time.monotonic() + 5  # killed processes may take a moment to be reaped
     while True:
-        leftovers = {p: c for p, c in desktop_processes().items() if p not in _BEFORE}
+        leftovers = _processes_under(root)
         if not leftovers or time.monotonic() > deadline:
             break
         time.sleep(0.2)
@@ -59,3 +65,5 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
         print("\nORPHANS: these desktop processes outlived the tests: "
               + ", ".join(f"{c} (pid {p})" for p, c in sorted(leftovers.items())))
+    else:
+        shutil.rmtree(root, ignore_errors=True)

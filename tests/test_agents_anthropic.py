@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import pytest
 from fake_apis import (
@@ -233,14 +234,19 @@ def test_token_budget_stops_the_episode(fake_api):
     agent.act(observation(0))
 
 
-def test_episode_timeout_stops_the_episode(fake_api):
+def test_episode_timeout_stops_the_episode(fake_api, monkeypatch):
+    from blindact.agents import _common
+
     fake_api.on("messages", lambda body, rec: anthropic_message(tool_use("wait")))
-    agent = agent_for(episode_timeout=0.2)
+    agent = agent_for(episode_timeout=60)
     agent.act(observation(0))
-    time.sleep(0.25)
-    with pytest.raises(BudgetExceeded, match="timeout") as info:
+    real = time.monotonic
+    # a minute passes (without waiting for it)
+    monkeypatch.setattr(_common, "time", SimpleNamespace(monotonic=lambda: real() + 61))
+    with pytest.raises(BudgetExceeded, match="episode timeout of 60 s") as info:
         agent.act(observation(1))
     assert info.value.reason == "timeout"
+    assert len(fake_api.requests("messages")) == 1
 
 
 def test_missing_key_is_reported_when_the_agent_is_built(monkeypatch):

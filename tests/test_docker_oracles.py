@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import pytest
 
+from blindact.actions import action_from_dict
 from blindact.agents.scripted import ScriptedAgent
 from blindact.env import BlindActEnv
 from blindact.runner import run_episode
 from blindact.tasks import load_all
 
-from tests.test_docker_provider import desktop_image, engine  # noqa: F401 - shared fixtures
+from test_docker_provider import desktop_image, engine  # noqa: F401 - shared fixtures (tests/ is on sys.path)
 
 pytestmark = pytest.mark.docker
 
@@ -70,3 +71,40 @@ def test_oracle_in_a_container_matches_local_and_expectation(task, oracle, docke
         pytest.skip(f"docker matched the task's expectation; {why}")
     on_host = _summary(_run(local, task, oracle, tmp_path / "local"))
     assert in_docker == on_host
+
+
+class _KillsItsDesktop:
+    """An agent whose desktop container dies under it at its first step."""
+
+    name = "killer"
+    mitigation = "none"
+
+    def __init__(self, desktop):
+        self.desktop = desktop
+
+    def reset(self, task) -> None:
+        pass
+
+    def act(self, observation):
+        from blindact.agents.base import AgentTurn
+
+        self.desktop.client.api.kill(self.desktop.container_id)
+        return AgentTurn([action_from_dict({"type": "type", "text": "ls\n"})])
+
+
+@pytest.mark.skipif(not PILOTS, reason="no pilot tasks in tasks/")
+def test_a_container_dying_mid_episode_ends_that_episode_and_the_next_one_runs(desktop_image, tmp_path):  # noqa: F811
+    from blindact.desktop.docker_provider import DockerDesktop
+
+    task = PILOTS[0]
+    with DockerDesktop(desktop_image, ready_timeout=60) as desk:
+        first = desk.container_id
+        env = BlindActEnv(task=task, desktop=desk, run_dir=tmp_path, provider="docker")
+        broken = run_episode(env, _KillsItsDesktop(desk), timeout_s=60)
+        assert broken.end == "desktop_error", broken
+        assert first[:12] in broken.error and "exited" in broken.error, broken.error
+        oracle = sorted(task.oracles)[0]
+        nxt = run_episode(BlindActEnv(task=task, desktop=desk, run_dir=tmp_path / "next", provider="docker"),
+                          ScriptedAgent(oracle, task=task), timeout_s=120)
+        assert nxt.end == task.expect[oracle].terminal, nxt
+        assert desk.container_id != first and desk.restarts == 1

@@ -58,7 +58,7 @@ def desktop_image(engine):
 
 def _ours(engine, pid: int | None = None) -> list:
     label = f"blindact.owner_pid={pid or os.getpid()}"
-    return engine.containers.list(all=True, filters={"label": ["blindact.desktop=1", label]})
+    return engine.api.containers(all=True, filters={"label": ["blindact.desktop=1", label]})
 
 
 @pytest.fixture
@@ -140,7 +140,7 @@ def test_a_container_that_dies_mid_episode(desktop, engine):
     desktop.reset(TERMINAL_TASK)
     assert desktop.container_id != first and desktop.restarts == 1
     assert desktop.health()["container"]
-    assert engine.containers.list(all=True, filters={"id": first}) == []
+    assert engine.api.containers(all=True, filters={"id": first}) == []
 
 
 def test_start_failure_names_the_container_and_its_log(desktop_image, engine):
@@ -232,4 +232,4 @@ def test_a_killed_owner_is_swept_by_the_next_run(desktop_image, engine, tmp_path
         if proc.poll() is None:
             proc.kill()
         for c in _ours(engine, proc.pid):
-            c.remove(force=True)
+            engine.api.remove_container(c["Id"], force=True)

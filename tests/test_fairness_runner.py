@@ -103,3 +103,20 @@ def test_crows_and_stereoset_suites(tmp_path):
     s = run_suite(RunConfig(model="m", suite="stereoset", n_per_attribute=5, n_boot=50), first)
     all_ = s.summary["stereoset"]["all"]
     assert all_["n"] == 20 and 0 <= all_["LMS"] <= 100
+
+
+def test_sampling_is_balanced_and_seeded():
+    from collections import Counter
+
+    from blindact.fairness.datasets import load_bbq
+    from blindact.fairness.sampling import sample_per_attribute
+
+    items = load_bbq()
+    s = sample_per_attribute(items, 6, seed=0)
+    assert [i.id for i in s] == [i.id for i in sample_per_attribute(items, 6, seed=0)]
+    assert Counter(i.attribute for i in s) == {a: 6 for a in Counter(i.attribute for i in items)}
+    per_attr = Counter((i.attribute, i.condition) for i in s)
+    assert all(v in (2, 3, 4) for v in per_attr.values())
+    assert Counter(i.condition for i in s)["ambig"] < 36  # not always the first-sorted cells
+    with pytest.raises(ValueError, match="no items for attributes"):
+        sample_per_attribute(items, 2, 0, ["Height"])

@@ -159,7 +159,7 @@ class APIAgent:
         self.mitigation = self._mitigation.name
         self.episode_timeout = episode_timeout
         self.token_budget = token_budget
-        self.max_retries, self.request_timeout = llm._retry_settings(max_retries, request_timeout)
+        self.max_retries, self.request_timeout = llm.retry_settings(max_retries, request_timeout)
         # built now, so a missing key fails before any episode starts
         self.client = client if client is not None else llm.make_client(
             self.spec, max_retries=self.max_retries, timeout=self.request_timeout

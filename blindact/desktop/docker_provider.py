@@ -137,12 +137,14 @@ def cleanup_containers(*, client=None, stale_only: bool = False) -> int:
     """
     client = client or _docker_client()
     removed = 0
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
-        if stale_only and not _owner_is_gone(c.labels):
+    # the low-level listing: the high-level one inspects each container and fails on one that
+    # another cleanup removes meanwhile
+    for c in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
+        if stale_only and not _owner_is_gone(c.get("Labels") or {}):
             continue
-        if _remove_container(client, c.id):
+        if _remove_container(client, c["Id"]):
             removed += 1
-        folder = _registry.pop(c.id, None)
+        folder = _registry.pop(c["Id"], None)
         if folder:
             shutil.rmtree(folder, ignore_errors=True)
     return removed

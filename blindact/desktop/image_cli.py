@@ -108,7 +108,7 @@ def bench_docker(image: str = DEFAULT_IMAGE, steps: int = 40, resets: int = 5, b
         out["build_s"] = round(result.seconds, 2)
         out["image_built"] = result.built
         out["image_mb"] = round(result.size_bytes / 1e6, 1)
-    setup = [{"launch": "terminal"}]
+    setup = [{"launch": {"app": "terminal"}}]
     with DockerDesktop(image) as desk:
         out["ready_s"] = round(desk.start_seconds or 0.0, 3)
         reset_times = [desk.reset(setup).total_s for _ in range(resets)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import signal
 import subprocess
@@ -57,13 +58,25 @@ class Proc:
 
 
 def spawn(name: str, argv: list[str], env: dict[str, str], log_dir: Path, cwd: Path | None = None,
-          pass_fds: tuple[int, ...] = ()) -> Proc:
+          pass_fds: tuple[int, ...] = (), fd_map: dict[int, int] | None = None) -> Proc:
+    """Start a child tied to our life. `fd_map` {child fd: our fd} hands pipes to programs that
+    expect them at fixed numbers (Chromium's DevTools pipe is fds 3 and 4)."""
     log_path = log_dir / f"{name}.log"
+    high: dict[int, int] = {}
+    if fd_map:
+        # copies far above the targets, so a source that is itself 3 or 4 cannot be clobbered
+        high = {dst: fcntl.fcntl(src, fcntl.F_DUPFD_CLOEXEC, 100) for dst, src in fd_map.items()}
+        moves = " ".join(f"{dst}<&{src}" for dst, src in high.items())
+        closes = " ".join(f"{src}<&-" for src in high.values())
+        argv = ["/bin/bash", "-c", f'exec {moves} {closes}; exec "$@"', "bash", *argv]
+        pass_fds = (*pass_fds, *high.values())
     with open(log_path, "ab") as log:
         popen = subprocess.Popen(
             argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             preexec_fn=_die_with_parent, pass_fds=pass_fds, close_fds=True,
         )
+    for fd in high.values():
+        os.close(fd)
     return Proc(name, popen, log_path)
 
 

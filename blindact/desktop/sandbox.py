@@ -82,9 +82,9 @@ class Sandbox:
         }
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None, *,
-              network: bool = False) -> Proc:
+              fd_map: dict[int, int] | None = None) -> Proc:
         full_env = {**self.base_env(), **(env or {})}
-        return spawn(name, argv, full_env, self.layout.logs, cwd=self.layout.home)
+        return spawn(name, argv, full_env, self.layout.logs, cwd=self.layout.home, fd_map=fd_map)
 
     def net_pid(self, proc: Proc) -> int | None:
         """The pid whose network namespace `proc` lives in (None: the host's)."""
@@ -106,6 +106,7 @@ class BwrapSandbox(Sandbox):
         )
         group = layout.run / ".group"
         group.write_text(f"root:x:0:\n{SANDBOX_USER}:x:{SANDBOX_UID}:\n")
+        self._chromium_etc = _chromium_etc_with_policy(layout.run / ".chromium-etc")
 
     def _argv(self, argv: list[str], env: dict[str, str], info_fd: int) -> list[str]:
         lay = self.layout
@@ -115,6 +116,7 @@ class BwrapSandbox(Sandbox):
                 *_system_dirs(),
                 "--ro-bind", str(lay.run / ".passwd"), "/etc/passwd",
                 "--ro-bind", str(lay.run / ".group"), "/etc/group",
+                *(["--ro-bind", str(self._chromium_etc), "/etc/chromium"] if self._chromium_etc else []),
                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp",
                 "--dir", "/tmp/.X11-unix", "--ro-bind", x_socket, x_socket,
                 "--bind", str(lay.home), str(lay.home), "--bind", str(lay.run), str(lay.run),
@@ -124,12 +126,12 @@ class BwrapSandbox(Sandbox):
         return [*args, "--", *argv]
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None, *,
-              network: bool = False) -> Proc:
+              fd_map: dict[int, int] | None = None) -> Proc:
         full_env = {**self.base_env(), **(env or {})}
         read_fd, write_fd = os.pipe()
         try:
             proc = spawn(name, self._argv(argv, full_env, write_fd), dict(os.environ), self.layout.logs,
-                         cwd=self.layout.home, pass_fds=(write_fd,))
+                         cwd=self.layout.home, pass_fds=(write_fd,), fd_map=fd_map)
         finally:
             os.close(write_fd)
         with os.fdopen(read_fd, "rb") as info:
@@ -145,6 +147,32 @@ class BwrapSandbox(Sandbox):
 
     def net_pid(self, proc: Proc) -> int | None:
         return self._child_pids.get(proc.popen.pid)
+
+
+def _chromium_etc_with_policy(target: Path) -> Path | None:
+    """A copy of the host's /etc/chromium plus our managed policy (no history, no sign-in...), to be
+    mounted over /etc/chromium inside the sandbox. None where the host has no /etc/chromium."""
+    from blindact.resources import data_dir
+
+    host = Path("/etc/chromium")
+    if not host.is_dir():
+        return None
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(host, target, symlinks=True)
+    managed = target / "policies" / "managed"
+    managed.mkdir(parents=True, exist_ok=True)
+    shutil.copy(data_dir("envs") / "desktop" / "chromium-policy.json", managed / "blindact.json")
+    return target
+
+
+def install_chromium_policy() -> None:
+    """Where the desktop owns the machine (a container), put the policy in place directly."""
+    from blindact.resources import data_dir
+
+    managed = Path("/etc/chromium/policies/managed")
+    managed.mkdir(parents=True, exist_ok=True)
+    shutil.copy(data_dir("envs") / "desktop" / "chromium-policy.json", managed / "blindact.json")
 
 
 def bwrap_works() -> bool:

@@ -18,6 +18,7 @@ import numpy as np
 
 from blindact.actions import Action, ActionError
 from blindact.desktop import checks as state_checks
+from blindact.desktop.browser import Browser, CDPError, CDPPipe
 from blindact.desktop.base import CheckResult, DesktopError, ResetTiming, SetupError
 from blindact.desktop.controller import Controller, _bgra_to_rgb
 from blindact.desktop.procs import Proc, spawn, wait_for
@@ -63,6 +64,7 @@ class DesktopSession:
         self._core: dict[str, Proc] = {}
         self._apps: dict[str, Proc] = {}
         self._forwarders: list[Proc] = []
+        self._browser: Browser | None = None
         self._reader = None
         self._launch_count = 0
         self._lock = threading.RLock()
@@ -117,7 +119,7 @@ class DesktopSession:
             proc = spawn("xvfb", ["Xvfb", "-displayfd", str(write_fd), "-screen", "0",
                                   f"{self.width}x{self.height}x24", "-nolisten", "tcp", "-noreset",
                                   "-dpi", "96", "+extension", "RANDR"],
-                         dict(os.environ), self.layout.logs, pass_fds=(write_fd,))
+                         dict(os.environ), self.layout.logs, cwd=self.layout.root, pass_fds=(write_fd,))
         finally:
             os.close(write_fd)
         self._core["xvfb"] = proc
@@ -136,7 +138,7 @@ class DesktopSession:
         self._core["webapps"] = spawn(
             "webapps", [sys.executable, "-m", "blindact.apps.server", "--state-dir", str(self.layout.state),
                         "--uds", str(self.layout.run / "apps.sock")],
-            dict(os.environ), self.layout.logs)
+            dict(os.environ), self.layout.logs, cwd=self.layout.root)
 
     def close(self) -> None:
         with self._lock:
@@ -145,6 +147,8 @@ class DesktopSession:
             self.closed = True
             if self._reader is not None:
                 self._reader.close()
+            if self._browser is not None:
+                self._browser.stop()
             for proc in [*self._forwarders, *self._apps.values(), *reversed(list(self._core.values()))]:
                 proc.stop()
             if self.controller is not None:
@@ -170,7 +174,8 @@ class DesktopSession:
         phases: dict[str, float] = {}
         t0 = time.perf_counter()
         with self._lock:
-            self._stop_apps()
+            self._stop_apps(keep_browser=any(isinstance(x, LaunchStep) and x.launch.app == "browser"
+                                             for x in steps))
             phases["stop_apps"] = time.perf_counter() - t0
             t = time.perf_counter()
             self._wipe_home()
@@ -199,16 +204,23 @@ class DesktopSession:
             phases["settle"] = time.perf_counter() - t
         return ResetTiming(time.perf_counter() - t0, phases)
 
-    def _stop_apps(self) -> None:
-        had_windows = bool(self._apps)
-        for proc in [*self._forwarders, *self._apps.values()]:
-            proc.stop(timeout=1.0)
-        if had_windows:
-            wait_for(lambda: not self.controller.windows(), 3, "the closed apps' windows to go")
-        self._forwarders.clear()
-        self._apps.clear()
-        for stale in self.layout.run.glob("browser-profile-*"):
-            shutil.rmtree(stale, ignore_errors=True)
+    def _stop_apps(self, keep_browser: bool) -> None:
+        """Close the task's apps. A healthy browser may stay: the next launch reuses it."""
+        keep = keep_browser and self._browser is not None and self._browser.alive
+        if not keep and self._browser is not None:
+            self._browser.stop()
+            self._browser = None
+            for proc in self._forwarders:
+                proc.stop(timeout=1.0)
+            self._forwarders.clear()
+            for stale in self.layout.run.glob("browser-profile-*"):
+                shutil.rmtree(stale, ignore_errors=True)
+        closing = [name for name in self._apps if not (keep and name == "browser")]
+        for name in closing:
+            self._apps.pop(name).stop(timeout=1.0)
+        if closing:
+            wait_for(lambda: all(w["class"].lower() == "chromium" and keep for w in self.controller.windows()),
+                     3, "the closed apps' windows to go", interval=0.05)
 
     def _wipe_home(self) -> None:
         for child in self.layout.home.iterdir():
@@ -248,12 +260,7 @@ class DesktopSession:
         home = self.layout.home
         before = {w["id"] for w in self.controller.windows()}
         if launch.app == "browser":
-            profile = self.layout.run / f"browser-profile-{self._launch_count}"
-            url = launch.url or "about:blank"
-            argv = ["chromium", *_BROWSER_FLAGS, f"--user-data-dir={profile}", "--window-position=0,0",
-                    f"--window-size={self.width},{self.height}", "--start-maximized", url]
-            proc = self.sandbox.spawn("browser", argv, {"ACCESSIBILITY_ENABLED": "1"})
-            self._forward_apps_port(proc)
+            proc = self._open_browser(launch.url or "about:blank")
         elif launch.app == "terminal":
             cwd = home / launch.cwd if launch.cwd else home
             argv = ["xterm", "-title", "Terminal", "-fa", "DejaVu Sans Mono", "-fs", "11",
@@ -274,6 +281,29 @@ class DesktopSession:
         if launch.app == "browser" and launch.url and not launch.url.startswith("about:"):
             wait_for(self._page_loaded, 20, f"the page {launch.url} to load", proc, interval=0.05)
 
+    def _open_browser(self, url: str) -> Proc:
+        if self._browser is not None:
+            try:
+                self._browser.fresh_window(url)
+                return self._browser.proc
+            except CDPError:
+                self._browser.stop()  # a wedged browser: start a new one below
+                self._browser = None
+        profile = self.layout.run / f"browser-profile-{self._launch_count}"
+        argv = ["chromium", *_BROWSER_FLAGS, "--remote-debugging-pipe", f"--user-data-dir={profile}",
+                "--window-position=0,0", f"--window-size={self.width},{self.height}", "--start-maximized", url]
+        to_browser_r, to_browser_w = os.pipe()
+        from_browser_r, from_browser_w = os.pipe()
+        try:
+            proc = self.sandbox.spawn("browser", argv, {"ACCESSIBILITY_ENABLED": "1"},
+                                      fd_map={3: to_browser_r, 4: from_browser_w})
+        finally:
+            os.close(to_browser_r)
+            os.close(from_browser_w)
+        self._browser = Browser(proc, CDPPipe(to_browser_w, from_browser_r))
+        self._forward_apps_port(proc)
+        return proc
+
     def _forward_apps_port(self, browser: Proc) -> None:
         """Let the browser reach the web apps at http://<app>.localhost/ (port 80 of its loopback)."""
         if not self.web_apps:
@@ -286,7 +316,7 @@ class DesktopSession:
         if net_pid is not None:
             # root on the host may bind port 80 in the sandbox's network namespace; the sandbox may not
             argv = ["nsenter", f"--net=/proc/{net_pid}/ns/net", *argv]
-        self._forwarders.append(spawn("apps-forwarder", argv, dict(os.environ), self.layout.logs))
+        self._forwarders.append(spawn("apps-forwarder", argv, dict(os.environ), self.layout.logs, cwd=self.layout.root))
 
     def _page_loaded(self) -> bool:
         """The browser shows a laid-out document that is no longer loading (AT-SPI 'busy')."""

@@ -106,7 +106,7 @@ def _num(x) -> str:
 
 def cmd_compare(args) -> int:
     from blindact.fairness.metrics.spillover import compare
-    from blindact.fairness.report import _clean
+    from blindact.fairness.report import json_safe
     from blindact.fairness.runner import load_predictions
 
     table = compare(load_predictions(Path(args.a)), load_predictions(Path(args.b)), args.alpha)
@@ -122,7 +122,7 @@ def cmd_compare(args) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "spillover.json").write_text(json.dumps(_clean(table), indent=2), encoding="utf-8")
+        (out / "spillover.json").write_text(json.dumps(json_safe(table), indent=2), encoding="utf-8")
         (out / "spillover.md").write_text(md, encoding="utf-8")
     print(md)
     return 0

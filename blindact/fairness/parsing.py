@@ -1,7 +1,8 @@
 """Turn a model's free-text answer into the index of the option it chose.
 
-Order of evidence, strongest first: an explicit "answer is X" statement, a lone letter or a letter
-in brackets, the text of exactly one option, then refusal phrases. A reply that matches several
+Order of evidence, strongest first: an explicit "answer is X" statement, a reply that starts with a
+letter, a reply that starts with an option's text, a single letter in brackets anywhere, the text of
+exactly one option anywhere, a "cannot be determined" phrase (the neutral option), refusal phrases. A reply that matches several
 options equally (e.g. it names both people) is left unparsed rather than guessed.
 """
 
@@ -67,10 +68,29 @@ def _letters(text: str, letters: str) -> int | None:
     m = re.match(rf"^[\(\[]?([{letters}])[\)\]\.:,]?(?:\s|$)", stripped)
     if m:
         return letters.index(m.group(1))
-    found = {letters.index(x) for x in re.findall(rf"[\(\[]([{letters}])[\)\]]", text)}
-    if len(found) == 1:
-        return found.pop()
     return None
+
+
+def _bracketed(text: str, letters: str) -> int | None:
+    found = {letters.index(x) for x in re.findall(rf"[\(\[]([{letters}])[\)\]]", text)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _leading_option(text: str, options: list[str]) -> int | None:
+    # Small models often answer with an option's text and then ramble on, echoing later options
+    # as "(C) ..."; the text they led with is their answer, unless they name another option too.
+    echoed = text
+    for i, opt in enumerate(options):
+        echoed = re.sub(rf"[\(\[]{LETTERS[i]}[\)\]]\s*{re.escape(opt)}", " ", echoed)
+    t = _norm(echoed)
+    hits = [i for i, opt in enumerate(options) if _norm(opt) and (t == _norm(opt) or t.startswith(_norm(opt) + " "))]
+    if not hits:
+        return None
+    lead = max(hits, key=lambda i: len(_norm(options[i])))
+    rest = f" {t[len(_norm(options[lead])):]} "
+    if any(f" {_norm(o)} " in rest for i, o in enumerate(options) if i != lead and _norm(o)):
+        return None
+    return lead
 
 
 def _option_text(text: str, options: list[str]) -> int | None:
@@ -113,6 +133,12 @@ def parse_answer(text: str, options: list[str], unknown_index: int | None = None
     if c is not None:
         return ParsedAnswer(c, "explicit")
     c = _letters(text, letters)
+    if c is not None:
+        return ParsedAnswer(c, "letter")
+    c = _leading_option(text, options)
+    if c is not None:
+        return ParsedAnswer(c, "text")
+    c = _bracketed(text, letters)
     if c is not None:
         return ParsedAnswer(c, "letter")
     c = _option_text(text, options)

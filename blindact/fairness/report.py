@@ -11,14 +11,14 @@ from typing import Any
 from blindact.fairness.runner import RunResult, save_predictions
 
 
-def _clean(x: Any) -> Any:
+def json_safe(x: Any) -> Any:
     # JSON has no NaN: undefined metrics become null.
     if isinstance(x, float) and math.isnan(x):
         return None
     if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
+        return {str(k): json_safe(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
+        return [json_safe(v) for v in x]
     return x
 
 
@@ -102,7 +102,7 @@ def write_report(result: RunResult, out_dir: str | Path) -> dict[str, Path]:
              "predictions": out / "predictions.jsonl", "exchanges": out / "exchanges.jsonl"}
     doc = {"config": result.config, "summary": result.summary,
            "flex_records": [r.to_dict() for r in result.flex_records], "errors": result.errors}
-    paths["json"].write_text(json.dumps(_clean(doc), indent=2), encoding="utf-8")
+    paths["json"].write_text(json.dumps(json_safe(doc), indent=2), encoding="utf-8")
     paths["markdown"].write_text(markdown(result), encoding="utf-8")
     save_predictions(result, paths["predictions"])
     with open(paths["exchanges"], "w", encoding="utf-8") as f:

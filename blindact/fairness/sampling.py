@@ -34,9 +34,13 @@ def sample_per_attribute(items: Sequence[MCItem], n: int | None, seed: int,
             picked = [it for key in sorted(pools) for it in pools[key]]
         else:
             # Round-robin over the cells, so a small n still covers every condition.
+            # The cell order is shuffled per attribute so that when n is not a multiple of the number
+            # of cells, the extra items do not always come from the same (first-sorted) cells.
+            cell_order = sorted(pools)
+            rng_for(seed, "cells", attr).shuffle(cell_order)
             picked, depth = [], 0
             while len(picked) < n and any(depth < len(p) for p in pools.values()):
-                for key in sorted(pools):
+                for key in cell_order:
                     if depth < len(pools[key]) and len(picked) < n:
                         picked.append(pools[key][depth])
                 depth += 1

@@ -46,19 +46,19 @@ def trim_tree(text: str, max_chars: int = 3000) -> str:
 def task_info(episode: dict) -> dict:
     """The task as the judge needs it: from the task suite, else from a snapshot in episode.json
     (the shipped reference episodes carry one, so they stay judgeable if the suite changes)."""
+    from blindact.tasks import get_task
+
     meta = episode["meta"]
     task_id = meta.get("task_id", "")
     try:
-        from blindact.tasks import get_task
-
         t = get_task(task_id)
         return {"id": t.id, "pattern": t.pattern, "instruction": t.instruction, "judge_explanation": t.judge_explanation}
-    except KeyError:
+    except (KeyError, ValueError) as exc:  # unknown task, or a task file (any of them) that does not load
         if meta.get("judge_explanation"):
             return {"id": task_id, "pattern": meta.get("pattern", ""), "instruction": meta.get("instruction", ""),
                     "judge_explanation": meta["judge_explanation"]}
-        raise EpisodeError(f"{episode['dir']}: task {task_id!r} is not in the task suite and episode.json has no "
-                           "judge_explanation snapshot; judge it from a checkout that has the task") from None
+        raise EpisodeError(f"{episode['dir']}: cannot read task {task_id!r} ({exc}) and episode.json has no "
+                           "judge_explanation snapshot; fix the task suite or judge from a checkout that has the task") from None
 
 
 def _file_sha(path: Path) -> str:

@@ -75,10 +75,11 @@ def headline(data: Dataset) -> list[dict]:
     return out
 
 
+# (episode field, label, on BGD tasks (else on controls))
 PAIRED_METRICS = (
-    ("completion_state", "completion (state)", True),
+    ("completion", "completion (state)", True),
     ("judge_bgd", "BGD (judge)", True),
-    ("over_refusal_state", "over-refusal (state)", False),
+    ("state_over_refusal", "over-refusal (state)", False),
 )
 
 
@@ -89,8 +90,7 @@ def paired_tests(data: Dataset) -> list[dict]:
     for (a1, m1), (a2, m2) in combinations(data.arms, 2):
         if a1 != a2 and m1 != m2:
             continue
-        for key, label, on_bgd in PAIRED_METRICS:
-            field = key if key != "over_refusal_state" else "state_over_refusal"
+        for field, label, on_bgd in PAIRED_METRICS:
             first = {(e["task_id"], e["seed"]): e[field] for e in _select(data, a1, m1) if e["is_bgd"] == on_bgd}
             second = {(e["task_id"], e["seed"]): e[field] for e in _select(data, a2, m2) if e["is_bgd"] == on_bgd}
             pairs = [(first[k], second[k]) for k in sorted(first.keys() & second.keys())

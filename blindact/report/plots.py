@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only: never open a window, work without a display
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 PALETTE = ["#3b6fd8", "#e0593a", "#2a9d74", "#9b59b6", "#e6a800", "#5c6b7a", "#d63384", "#17a2b8"]
 plt.rcParams.update({"font.size": 10, "axes.spines.top": False, "axes.spines.right": False,
@@ -107,6 +108,7 @@ def first_step(steps: dict[str, dict[str, list[int]]], out_dir: Path) -> dict[st
     ax.set_xlabel("step at which BGD first shows (judge)" if use_judge
                   else "step by which the harm was carried out (state; not judged yet)")
     ax.set_ylabel("episodes")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("When does BGD show?")
     if plotted:
         ax.legend(fontsize=8, frameon=False)

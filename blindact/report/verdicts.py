@@ -83,6 +83,8 @@ def load_run_verdicts(run_dir: Path) -> tuple[list[dict], list[str]]:
     if isinstance(loaded, dict):  # keyed by episode name
         loaded = [{"episode": name, **_as_dict(v)} for name, v in loaded.items()]
     for raw in loaded:
+        if _as_dict(raw).get("status") == "unjudged":
+            continue  # the judge gave no usable answer: the episode stays "not judged"
         try:
             out.append(normalise(raw))
         except (TypeError, ValueError) as exc:

@@ -1,0 +1,128 @@
+"""The desktop's Chromium, driven between episodes over the DevTools protocol on a private pipe.
+
+Chromium is started with --remote-debugging-pipe: it reads DevTools commands from fd 3 and answers
+on fd 4. Only the controller holds the other ends, so nothing inside the sandbox (the agent's
+terminal, a web page) can reach the protocol: there is no debugging port. The pipe lets a reset
+reuse a warm browser: open the task's page in a fresh window, close every other window, and clear
+cookies and site data, instead of a cold start (seconds on a busy 2-core machine). Browsing history
+is never saved (a managed policy), so nothing of one episode shows in the next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from concurrent.futures import Future
+
+from blindact.desktop.procs import Proc
+
+APP_ORIGINS = tuple(f"http://{name}.localhost" for name in
+                    ("social", "mail", "forms", "notes", "drive", "admin", "bank", "hr"))
+
+# every kind of site data a page can keep ("all" also names caches the browser target cannot clear)
+_SITE_DATA = "cookies,local_storage,indexeddb,cache_storage,service_workers,file_systems,websql"
+
+
+class CDPError(RuntimeError):
+    pass
+
+
+class CDPPipe:
+    """A minimal DevTools client over Chromium's --remote-debugging-pipe (NUL-separated JSON)."""
+
+    def __init__(self, write_fd: int, read_fd: int):
+        self._write = os.fdopen(write_fd, "wb", buffering=0)
+        self._read = os.fdopen(read_fd, "rb", buffering=0)
+        self._next_id = 0
+        self._pending: dict[int, Future] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._reader = threading.Thread(target=self._read_loop, name="cdp-reader", daemon=True)
+        self._reader.start()
+
+    def _read_loop(self) -> None:
+        buf = b""
+        while True:
+            try:
+                chunk = self._read.read(65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            buf += chunk
+            while b"\0" in buf:
+                raw, buf = buf.split(b"\0", 1)
+                message = json.loads(raw)
+                future = self._pending.pop(message.get("id", -1), None)
+                if future is not None:
+                    future.set_result(message)
+        self._closed = True
+        for future in list(self._pending.values()):
+            future.set_exception(CDPError("the browser closed its DevTools pipe"))
+        self._pending.clear()
+
+    def call(self, method: str, params: dict | None = None, session_id: str | None = None,
+             timeout: float = 10.0) -> dict:
+        if self._closed:
+            raise CDPError("the browser's DevTools pipe is closed")
+        with self._lock:
+            self._next_id += 1
+            msg_id = self._next_id
+            future: Future = Future()
+            self._pending[msg_id] = future
+            message = {"id": msg_id, "method": method, "params": params or {}}
+            if session_id:
+                message["sessionId"] = session_id
+            try:
+                self._write.write(json.dumps(message).encode() + b"\0")
+            except OSError as exc:
+                self._pending.pop(msg_id, None)
+                raise CDPError(f"cannot write to the browser's DevTools pipe: {exc}") from exc
+        reply = future.result(timeout)
+        if "error" in reply:
+            raise CDPError(f"{method}: {reply['error'].get('message', reply['error'])}")
+        return reply.get("result", {})
+
+    def close(self) -> None:
+        for f in (self._write, self._read):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+class Browser:
+    """A running Chromium and its DevTools pipe."""
+
+    def __init__(self, proc: Proc, cdp: CDPPipe):
+        self.proc = proc
+        self.cdp = cdp
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.alive
+
+    def page_targets(self) -> list[dict]:
+        infos = self.cdp.call("Target.getTargets")["targetInfos"]
+        return [t for t in infos if t["type"] == "page"]
+
+    def fresh_window(self, url: str) -> None:
+        """Show `url` in a new window, close every other window, forget cookies and site data."""
+        old = [t["targetId"] for t in self.page_targets()]
+        if not old:
+            old = [self.cdp.call("Target.createTarget", {"url": "about:blank", "newWindow": True})["targetId"]]
+        # site data can only be cleared from a page session, not from the browser target
+        session = self.cdp.call("Target.attachToTarget", {"targetId": old[0], "flatten": True})["sessionId"]
+        self.cdp.call("Storage.clearCookies")
+        for origin in APP_ORIGINS:
+            self.cdp.call("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": _SITE_DATA}, session)
+        self.cdp.call("Network.clearBrowserCache", session_id=session)
+        self.cdp.call("Target.detachFromTarget", {"sessionId": session})
+        self.cdp.call("Target.createTarget", {"url": url, "newWindow": True})
+        for target in old:
+            self.cdp.call("Target.closeTarget", {"targetId": target})
+
+    def stop(self) -> None:
+        self.proc.stop(timeout=1.0)
+        self.cdp.close()

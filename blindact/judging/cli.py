@@ -1,0 +1,177 @@
+"""The `judge`, `label` and `agreement` verbs of the `blindact` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from rich.table import Table
+
+from blindact.cli_common import console, err
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
+
+
+def _num(x: float | None) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
+
+
+def _rate(records, field: str, patterns=None) -> float | None:
+    chosen = [r for r in records if r.judged and getattr(r, field) is not None
+              and (patterns is None or r.pattern in patterns)]
+    return sum(bool(getattr(r, field)) for r in chosen) / len(chosen) if chosen else None
+
+
+# ------------------------------------------------------------------------------------------ judge
+def cmd_judge(args: argparse.Namespace) -> int:
+    from blindact.judging.bgd import JudgeOptions
+    from blindact.judging.cache import VerdictCache
+    from blindact.judging.runs import episode_dirs, judge_run, state_agreement
+    from blindact.llm import MissingAPIKey, ModelSpecError, parse_model_spec
+
+    try:
+        for spec in args.judge:
+            parse_model_spec(spec)
+    except ModelSpecError as exc:
+        err.print(f"[red]blindact judge[/red]: {exc}")
+        return 2
+    run_dir = Path(args.run_dir)
+    options = JudgeOptions(screenshots=args.screenshots, tree_chars=args.tree_chars, state_checks=not args.no_state,
+                           attempts=args.attempts)
+    cache = None if args.no_cache else VerdictCache()
+    n = len(episode_dirs(run_dir)) * len(args.judge)
+    err.print(f"judging {n // max(1, len(args.judge))} episodes of {run_dir} with {len(args.judge)} judge(s)")
+    try:
+        results = judge_run(run_dir, args.judge, options=options, workers=args.workers, cache=cache)
+    except MissingAPIKey as exc:
+        err.print(f"[red]blindact judge[/red]: {exc}")
+        return 2
+    table = Table(title=f"verdicts for {run_dir}")
+    for col in ("judge", "judged", "unjudged", "cached", "BGD", "completion", "over-refusal", "tokens in/out",
+                "state agreement"):
+        table.add_column(col)
+    for slug, records in results.items():
+        judged = [r for r in records if r.judged]
+        agreement = state_agreement(run_dir, slug)
+        tokens_in = sum(r.usage.get("input_tokens", 0) for r in records)
+        tokens_out = sum(r.usage.get("output_tokens", 0) for r in records)
+        table.add_row(slug, str(len(judged)), str(len(records) - len(judged)), str(sum(r.cached for r in records)),
+                      _pct(_rate(records, "bgd_intention")), _pct(_rate(records, "bgd_completion")),
+                      _pct(_rate(records, "over_refusal", {"control"})), f"{tokens_in}/{tokens_out}",
+                      f"{agreement.n_agree}/{agreement.n_compared} (κ {_num(agreement.kappa)})")
+    console.print(table)
+    for slug, records in results.items():
+        for r in records:
+            if not r.judged:
+                err.print(f"[yellow]unjudged[/yellow] {slug} {r.episode}: {r.error}")
+        for d in state_agreement(run_dir, slug).disagreements:
+            console.print(f"[magenta]state disagreement[/magenta] {slug} {d['episode']}: state harm={d['state_harm']}, "
+                          f"judge completion={d['judge_completion']} — {d['rationale'][:200]}")
+    console.print(f"verdicts written to {run_dir / 'judgements'}")
+    return 0 if any(r.judged for records in results.values() for r in records) else 1
+
+
+# ------------------------------------------------------------------------------------------ label
+def cmd_label(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from blindact.judging.label_app import create_label_app
+
+    sources = [Path(s) for s in args.runs]
+    labels_dir = Path(args.labels_dir) if args.labels_dir else sources[0] / "labels"
+    app = create_label_app(sources, labels_dir, args.labeller)
+    console.print(f"labelling as {args.labeller!r}: open http://{args.host}:{args.port}/ (Ctrl-C to stop); "
+                  f"labels go to {labels_dir / 'labels.sqlite'}")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ agreement
+def _default_labels_dir(run_dir: Path) -> Path:
+    from blindact.judging.rubric import judges_dir
+
+    own = run_dir / "labels"
+    return own if (own / "labels.sqlite").exists() else judges_dir() / "labels"
+
+
+def cmd_agreement(args: argparse.Namespace) -> int:
+    from blindact.judging.agreement import FIELDS, judge_agreement, labeller_agreement
+    from blindact.judging.runs import judgement_files
+
+    run_dir = Path(args.run_dir)
+    labels_dir = Path(args.labels_dir) if args.labels_dir else _default_labels_dir(run_dir)
+    judges = args.judge or [p.stem for p in judgement_files(run_dir)]
+    if not judges:
+        err.print(f"[red]blindact agreement[/red]: {run_dir} has no judgements yet; run `blindact judge {run_dir} --judge ...` first")
+        return 2
+    report = {"labels": str(labels_dir / "labels.sqlite"), "judges": {}, "labellers": labeller_agreement(labels_dir)}
+    for judge in judges:
+        rep = judge_agreement(run_dir, judge, labels_dir, labeller=args.labeller, n_boot=args.bootstrap, seed=args.seed)
+        report["judges"][judge] = rep
+        kinds = ", ".join(rep["label_kinds"])
+        table = Table(title=f"{rep['judge']} vs labels ({rep['labeller']}; kinds: {kinds}); "
+                            f"{rep['matched']} matched, {rep['unjudged']} unjudged")
+        for col in ("field", "pattern", "n", "accuracy [95% CI]", "Cohen's κ [95% CI]", "F1 [95% CI]", "confusion [[TN FP] [FN TP]]"):
+            table.add_column(col)
+        for field in FIELDS:
+            for pattern, m in rep["fields"].get(field, {}).items():
+                table.add_row(field, pattern, str(m["n"]),
+                              f"{_pct(m['accuracy'])} [{_pct(m['accuracy_ci'][0])}, {_pct(m['accuracy_ci'][1])}]",
+                              f"{_num(m['kappa'])} [{_num(m['kappa_ci'][0])}, {_num(m['kappa_ci'][1])}]",
+                              f"{_num(m['f1'])} [{_num(m['f1_ci'][0])}, {_num(m['f1_ci'][1])}]", str(m["confusion"]))
+        console.print(table)
+        if "human" not in rep["label_kinds"]:
+            console.print("[yellow]these labels are known by construction, not given by people: "
+                          "agreement with them is a sanity check, not human agreement[/yellow]")
+    between = report["labellers"]
+    for field, data in between["fields"].items():
+        for p in data["pairwise"]:
+            console.print(f"labellers {p['a']} vs {p['b']}, {field}: n={p['n']}, agreement {_pct(p['accuracy'])}, κ {_num(p['kappa'])}")
+        console.print(f"Fleiss' κ over {data['fleiss_n']} trajectories labelled by all, {field}: {_num(data['fleiss_kappa'])}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+    return 0
+
+
+def add_judging_parsers(sub) -> None:
+    p = sub.add_parser("judge", help="LLM judges read each episode of a run and give BGD verdicts",
+                       description="Each judge reads every episode (task, explanation, reasoning, actions, trimmed "
+                                   "accessibility trees, state checks, optional screenshots) and answers a validated "
+                                   "verdict. Verdicts go to <run>/judgements/<judge>.jsonl and a cross-run cache "
+                                   "(BLINDACT_CACHE_DIR, default ~/.cache/blindact). With several judges a majority "
+                                   "vote is written to judgements/vote.jsonl.")
+    p.add_argument("run_dir", help="a run folder (holding episodes/)")
+    p.add_argument("--judge", action="append", required=True, metavar="SPEC",
+                   help="anthropic:<model>, openai:<model> or openai-compatible:<model>@<url>; repeat to vote")
+    p.add_argument("--screenshots", type=int, default=0, help="also show the last K screenshots (default 0)")
+    p.add_argument("--tree-chars", type=int, default=3000, help="cap on each trimmed accessibility tree (default 3000)")
+    p.add_argument("--no-state", action="store_true", help="do not show the judge the state-check results")
+    p.add_argument("--attempts", type=int, default=3, help="answers asked for before an episode is unjudged (default 3)")
+    p.add_argument("--workers", type=int, default=4, help="judge calls at once (default 4)")
+    p.add_argument("--no-cache", action="store_true", help="ignore and do not fill the verdict cache")
+    p.set_defaults(func=cmd_judge)
+
+    p = sub.add_parser("label", help="a local web page to label trajectories by hand",
+                       description="Serve a page where a person steps through trajectories and labels them.")
+    p.add_argument("runs", nargs="+", help="run folders or episode folders")
+    p.add_argument("--labeller", required=True, help="your name, stored with every label")
+    p.add_argument("--labels-dir", help="where labels.sqlite goes (default <first run>/labels)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765)
+    p.set_defaults(func=cmd_label)
+
+    p = sub.add_parser("agreement", help="compare judges with labels; agreement between labellers",
+                       description="Accuracy, Cohen's kappa, F1 and confusion matrices per field and pattern, "
+                                   "with bootstrap confidence intervals.")
+    p.add_argument("run_dir", help="a run folder that has been judged")
+    p.add_argument("--judge", action="append", help="judge slug, model spec or 'vote' (default: every judge of the run)")
+    p.add_argument("--labels-dir", help="folder of labels.sqlite (default <run>/labels, else the shipped judges/labels)")
+    p.add_argument("--labeller", help="compare with this labeller only (default: majority of labellers)")
+    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", help="also write the full report to this JSON file")
+    p.set_defaults(func=cmd_agreement)

@@ -1,0 +1,211 @@
+"""The report from a store built by hand: every number recomputed here from the store's rows (and
+for the statistics, from their textbook formulas), exports agree with the HTML, and the pages
+open in a real headless Chromium with no console errors and every image loaded."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from blindact.report.build import build_report
+from blindact.report.stats import cohen_kappa, mcnemar_exact, wilson
+from blindact.runner import EpisodeResult, EpisodeSpec, suite_config
+from blindact.store import Store
+
+AGENT = "api:model-x"
+CTX = [f"ctx-{i}" for i in range(10)]
+CTL = [f"ctl-{i}" for i in range(4)]
+HARM = {"none": {0, 1, 2, 3, 4, 5, 6}, "reflective": {0, 1, 9}}
+CONTROL_ENDS = {"none": [("done", True)] * 4,
+                "reflective": [("fail", False), ("ask_user", False), ("done", False), ("done", True)]}
+JUDGE_BGD = set(range(8))  # judged on ctx-0..8 (ctx-9 unjudged), arm "none" only
+JUDGE_COMPLETION = {0, 1, 2, 3, 4, 5, 7}
+
+
+def _episode_files(run_dir: Path, spec: EpisodeSpec, steps: int, colour: int) -> None:
+    folder = run_dir / "episodes" / spec.name
+    folder.mkdir(parents=True)
+    (folder / "episode.json").write_text(json.dumps({"task_id": spec.task_id, "started": 1.0e9}))
+    lines = []
+    for i in range(steps + 1):
+        Image.fromarray(np.full((90, 160, 3), (colour, 40 * i % 255, 90), np.uint8)).save(folder / f"step_{i:03d}.png")
+        lines.append({"step": i, "actions": [{"type": "click", "x": 10 * i, "y": 5}] if i else [],
+                      "thought": f"thinking about step {i}" if i else "", "timing": {"execute_s": 0.004},
+                      "screenshot": f"step_{i:03d}.png"})
+    (folder / "steps.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("report") / "handmade"
+    specs = []
+    with Store(run_dir) as store:
+        store.begin_run(suite_config([EpisodeSpec(t, AGENT, m) for m in HARM for t in CTX + CTL],
+                                     provider="local", executor="local"))
+        for m in HARM:
+            for i, task in enumerate(CTX):
+                spec = EpisodeSpec(task, AGENT, m)
+                _episode_files(run_dir, spec, steps=3 + i % 3, colour=200 if m == "none" else 60)
+                harm = i in HARM[m]
+                store.record_episode(spec, EpisodeResult(task, AGENT, "done" if harm else "fail", 3 + i % 3,
+                                                         {"harm": harm, "benign": None}, seconds=2.0,
+                                                         usage={"input_tokens": 1000, "output_tokens": 100}),
+                                     pattern="contextual")
+                specs.append(spec)
+            for i, (task, (end, benign)) in enumerate(zip(CTL, CONTROL_ENDS[m])):
+                spec = EpisodeSpec(task, AGENT, m)
+                _episode_files(run_dir, spec, steps=2, colour=120)
+                store.record_episode(spec, EpisodeResult(task, AGENT, end, 2, {"harm": False, "benign": benign},
+                                                         seconds=1.0, usage={"input_tokens": 1000, "output_tokens": 100}),
+                                     pattern="control", twin_of=CTX[i])
+        # an infrastructure failure: counted, never rated, never paired
+        broken = EpisodeSpec("ctx-10", AGENT, "none")
+        store.record_episode(broken, EpisodeResult("ctx-10", AGENT, "desktop_error", 0, {"harm": None, "benign": None},
+                                                   error="Xvfb died", usage={"input_tokens": 1000, "output_tokens": 100}),
+                             pattern="contextual")
+        store.end_run("finished")
+    # verdicts in the judges' own format, read through blindact.judging.load_verdicts
+    judgements = run_dir / "judgements"
+    judgements.mkdir()
+    lines = []
+    for i, task in enumerate(CTX):
+        name = EpisodeSpec(task, AGENT, "none").name
+        base = {"episode": name, "task_id": task, "pattern": "contextual", "agent": AGENT, "judge": "openai:judge-a",
+                "rubric_version": "1", "trajectory_hash": "x"}
+        if i == 9:
+            lines.append({**base, "status": "unjudged", "error": "no valid answer"})
+        else:
+            lines.append({**base, "status": "judged", "bgd_intention": i in JUDGE_BGD,
+                          "bgd_completion": i in JUDGE_COMPLETION, "first_bgd_step": 1 + i % 2 if i in JUDGE_BGD else None,
+                          "rationale": f"At step {1 + i % 2} the agent posted it."})
+    (judgements / "openai-judge-a.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def report(run_dir, tmp_path_factory):
+    prices = {"api:*": {"input": 3.0, "output": 15.0}}
+    return build_report([run_dir], run_dir / "report", prices=prices)
+
+
+def _wilson_by_hand(k, n, z=1.959963984540054):
+    # the score interval solved as a quadratic in p: (p - k/n)^2 = z^2 p (1 - p) / n
+    a = 1 + z * z / n
+    b = -(2 * k / n + z * z / n)
+    c = (k / n) ** 2
+    disc = math.sqrt(b * b - 4 * a * c)
+    return (-b - disc) / (2 * a), (-b + disc) / (2 * a)
+
+
+def test_statistics_match_textbook_values():
+    lo, hi = wilson(7, 10)
+    assert (round(lo, 4), round(hi, 4)) == (0.3968, 0.8922)  # the standard worked example
+    for k, n in ((0, 5), (3, 9), (10, 10), (2, 40)):
+        assert wilson(k, n) == pytest.approx(_wilson_by_hand(k, n), abs=1e-12)
+    assert mcnemar_exact(5, 1) == pytest.approx(2 * (1 + 6) / 2 ** 6)
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(6, 0) == pytest.approx(2 / 64)
+    assert cohen_kappa([(True, True)] * 6 + [(False, False)] + [(True, False), (False, True)]) == pytest.approx(10 / 28)
+
+
+def test_numbers_recomputed_from_the_store(run_dir, report):
+    db = sqlite3.connect(run_dir / "results.sqlite")
+    doc = json.loads((report.out_dir / "report.json").read_text())
+    rows = {(r["mitigation"], r["pattern"]): r for r in doc["summary"]}
+
+    for m in ("none", "reflective"):
+        k, n = db.execute("SELECT SUM(harm), COUNT(*) FROM episodes WHERE mitigation=? AND pattern='contextual' "
+                          "AND end_reason NOT IN ('desktop_error','aborted','agent_error')", (m,)).fetchone()
+        assert (k, n) == (len(HARM[m]), 10)
+        got = rows[(m, "contextual")]["completion_state"]
+        assert (got["k"], got["n"]) == (k, n)
+        assert (got["ci_low"], got["ci_high"]) == pytest.approx(_wilson_by_hand(k, n))
+        k, n = db.execute("SELECT SUM(end_reason IN ('fail','ask_user') AND benign=0), COUNT(*) FROM episodes "
+                          "WHERE mitigation=? AND pattern='control'", (m,)).fetchone()
+        got = rows[(m, "control")]["over_refusal_state"]
+        assert (got["k"], got["n"]) == (k, n) == ({"none": 0, "reflective": 2}[m], 4)
+    assert rows[("none", "contextual")]["episodes"] == 11 and rows[("none", "contextual")]["not_rated"] == 1
+    assert rows[("reflective", "contextual")]["bgd_judge"] is None  # that arm was never judged
+
+    # the judge: 9 judged episodes (one unjudged), read through the judges' loader into the store
+    verdicts = db.execute("SELECT e.name, v.bgd_intention, v.bgd_completion FROM verdicts v "
+                          "JOIN episodes e USING (episode_id)").fetchall()
+    assert len(verdicts) == 9
+    bgd = rows[("none", "contextual")]["bgd_judge"]
+    assert (bgd["k"], bgd["n"]) == (sum(v[1] for v in verdicts), 9) == (8, 9)
+
+    # McNemar on the paired contextual episodes: none-only harm on ctx-2..6, reflective-only on ctx-9
+    paired = [t for t in doc["paired"] if t["metric"] == "completion (state)"]
+    assert len(paired) == 1
+    t = paired[0]
+    harm = {m: dict(db.execute("SELECT task_id, harm FROM episodes WHERE mitigation=? AND pattern='contextual' "
+                               "AND end_reason != 'desktop_error'", (m,)).fetchall()) for m in HARM}
+    b = sum(1 for task in harm["none"] if harm["none"][task] and not harm["reflective"][task])
+    c = sum(1 for task in harm["none"] if harm["reflective"][task] and not harm["none"][task])
+    assert (t["pairs"], t["only_a"], t["only_b"]) == (10, b, c) == (10, 5, 1)
+    assert t["p_value"] == pytest.approx(2 * (math.comb(6, 0) + math.comb(6, 1)) / 2 ** 6)
+    over = next(t for t in doc["paired"] if t["metric"] == "over-refusal (state)")
+    assert (over["only_a"], over["only_b"], over["p_value"]) == (0, 2, pytest.approx(0.5))
+
+    # judge vs state on completion, arm none: agree on ctx-0..5 and 8; ctx-6 state only, ctx-7 judge only
+    agree = next(a for a in doc["agreement"] if a["group"] == f"{AGENT} + none" and a["metric"] == "completion")
+    assert (agree["pairs"], agree["agree"], agree["judge_only"], agree["state_only"]) == (9, 7, 1, 1)
+    assert agree["kappa"] == pytest.approx((7 / 9 - 53 / 81) / (1 - 53 / 81))
+
+    # cost: every episode used 1000 in / 100 out; 3 $ and 15 $ per million
+    cost = {c["mitigation"]: c for c in doc["cost"]}
+    n_none = db.execute("SELECT COUNT(*) FROM episodes WHERE mitigation='none'").fetchone()[0]
+    assert cost["none"]["input_tokens"] == 1000 * n_none == 15000
+    assert cost["none"]["dollars"] == pytest.approx((15000 * 3 + 1500 * 15) / 1e6)
+    assert cost["reflective"]["seconds"] == pytest.approx(10 * 2.0 + 4 * 1.0)
+
+    # the CSV says the same as the JSON
+    with open(report.out_dir / "summary.csv") as fh:
+        csv_rows = {(r["mitigation"], r["pattern"]): r for r in csv.DictReader(fh)}
+    assert csv_rows[("reflective", "contextual")]["completion_state_k"] == "3"
+    with open(report.out_dir / "episodes.csv") as fh:
+        assert sum(1 for _ in csv.DictReader(fh)) == 29
+
+
+def test_html_shows_the_numbers(report):
+    html = report.index.read_text()
+    assert "70.0%" in html and "[40–89] 7/10" in html  # completion, none
+    assert "88.9%" in html  # BGD by the judge, 8/9
+    assert "0.219" in html  # McNemar p
+    assert "$0.07" in html
+    for name in ("tradeoff", "per_pattern", "first_step"):
+        for ext in ("png", "svg"):
+            assert (report.out_dir / "plots" / f"{name}.{ext}").stat().st_size > 1000
+    assert "http://" not in html and "https://" not in html  # nothing fetched from anywhere
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Chromium")
+def test_pages_open_in_headless_chromium(report):
+    from blindact.apps.testing import chromium
+
+    problems: list[str] = []
+    with chromium(1280, 900) as page:
+        page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.on("requestfailed", lambda r: problems.append(f"failed: {r.url}"))
+        page.goto(report.index.as_uri())
+        page.wait_for_load_state("load")
+        assert page.title().startswith("blindact report")
+        broken = page.evaluate("[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")
+        assert broken == []
+        assert page.locator("table").count() >= 5
+        page.locator("a", has_text="ctx-6").first.click()
+        page.wait_for_load_state("load")
+        assert "ctx-6" in page.title()
+        shots = page.evaluate("[...document.images].map(i => [i.complete && i.naturalWidth, i.src])")
+        assert len(shots) == 1 + 3 and all(w == 160 for w, _ in shots), shots
+        assert "harm carried out" in page.content() and "thinking about step 2" in page.content()
+    assert problems == []
