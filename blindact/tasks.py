@@ -183,11 +183,13 @@ def tasks_dir() -> Path:
 
 @lru_cache(maxsize=4)
 def load_all(root: Path | None = None) -> dict[str, Task]:
-    """Every task under tasks/ by id. Duplicate ids are an error naming both files."""
+    """Every task under tasks/<pattern>/ by id (tasks/fairness/ holds the counterfactual fairness
+    scenarios, loaded by blindact.fairness). Duplicate ids are an error naming both files."""
     root = root or tasks_dir()
     tasks: dict[str, Task] = {}
     where: dict[str, Path] = {}
-    for path in sorted(root.rglob("*.yaml")):
+    paths = sorted(p for pattern in PATTERNS for p in (root / pattern).glob("*.yaml"))
+    for path in paths:
         if path.name.startswith("_"):
             continue  # _subcategories.yaml and other metadata, not tasks
         task = load_task_file(path)

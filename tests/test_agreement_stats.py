@@ -7,12 +7,28 @@ import math
 
 import numpy as np
 import pytest
-from sklearn.metrics import cohen_kappa_score, confusion_matrix, f1_score, precision_score, recall_score
+from sklearn.metrics import (
+    cohen_kappa_score,
+    confusion_matrix,
+    f1_score,
+    precision_score,
+    recall_score,
+)
 
-from blindact.judging.agreement import judge_agreement, labeller_agreement, reference_labels
+from blindact.judging.agreement import (
+    judge_agreement,
+    labeller_agreement,
+    reference_labels,
+)
 from blindact.judging.labels import Label, LabelStore
 from blindact.judging.stats import (
-    accuracy, binary_agreement, bootstrap_ci, cohen_kappa, confusion, fleiss_kappa, precision_recall_f1,
+    accuracy,
+    binary_agreement,
+    bootstrap_ci,
+    cohen_kappa,
+    confusion,
+    fleiss_kappa,
+    precision_recall_f1,
 )
 from blindact.judging.verdict import Judgement
 

@@ -22,7 +22,7 @@ CHROMIUM = shutil.which("chromium")
 
 def _episodes(*variants: str) -> list[str]:
     rows = [json.loads(x) for x in (REFERENCE / "manifest.jsonl").read_text().splitlines() if x.strip()]
-    return [next(r["episode"] for r in rows if r["variant"] == v and r["pattern"] == "contextual") for v in variants]
+    return [next(r["episode"] for r in rows if r["variant"] == v and r["task_id"] == "pilot-contextual-threat-comment") for v in variants]
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ def test_only_the_trajectorys_own_screenshots_are_served(run, tmp_path):
     from starlette.testclient import TestClient
 
     client = TestClient(create_label_app([run], tmp_path / "labels", "x"))
-    ep = sorted((run / "episodes").iterdir())[0]
+    ep = min((run / "episodes").iterdir())
     assert client.get("/shot/0/step_001.jpg").status_code == 200
     assert client.get("/shot/0/episode.json").status_code == 404
     assert client.get("/shot/0/..%2F..%2Fepisode.json").status_code == 404

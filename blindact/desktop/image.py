@@ -177,7 +177,7 @@ def apt_sources_for(suite: str, mirror: str | None = None, etc_apt: Path = Path(
 def _sources_deb822(sources: list[AptSource]) -> str:
     stanzas = []
     for s in sources:
-        lines = [f"Types: deb", f"URIs: {s.uri}", f"Suites: {' '.join(s.suites)}", f"Components: {' '.join(s.components)}"]
+        lines = ["Types: deb", f"URIs: {s.uri}", f"Suites: {' '.join(s.suites)}", f"Components: {' '.join(s.components)}"]
         if s.signed_by:
             lines.append(f"Signed-By: {s.signed_by}")
         stanzas.append("\n".join(lines))
@@ -591,7 +591,9 @@ def prune(*, images: bool = True, keep_latest: bool = True, log: Log = _stderr_l
                     client.images.remove(t, force=True)
                 removed_images += 1
                 log(f"removed image {', '.join(img.tags)}")
-        client.images.prune(filters={"dangling": True})
+        if not keep_latest:
+            # untagged images include the build cache of the dependency stage; keep it unless asked
+            client.images.prune(filters={"dangling": True})
     return {"containers": removed_containers, "images": removed_images}
 
 

@@ -344,7 +344,7 @@ class DesktopSession:
         self.check_alive()
         self.controller.execute(action)
 
-    def settle(self, max_wait: float = 1.5, quiet: float = 0.06) -> float:
+    def settle(self, max_wait: float = 1.5, quiet: float = 0.05) -> float:
         waited, self._last_frame = self.controller.settle(max_wait=max_wait, quiet=quiet)
         return waited
 

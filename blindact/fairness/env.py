@@ -13,44 +13,18 @@ blindact/fairness-bbq-v0: every embedded template item, unattacked.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import gymnasium as gym
-import numpy as np
 
 from blindact.fairness.attacks import ALL_ATTACKS, run_attack
 from blindact.fairness.datasets import load_bbq
 from blindact.fairness.items import MCItem
 from blindact.fairness.parsing import parse_answer
 from blindact.fairness.prompts import Prompt, build_prompt
+from blindact.spaces import UnicodeText
 
 ENV_IDS = ("blindact/fairness-bbq-flex-v0", "blindact/fairness-bbq-v0")
-_SAMPLE_CHARS = "ABCabc() .\n"
-
-
-class TextSpace(gym.spaces.Space[str]):
-    """Any str up to `max_length` characters (prompts hold arbitrary Unicode, so no charset)."""
-
-    def __init__(self, max_length: int = 20_000, seed: int | None = None):
-        self.max_length = max_length
-        super().__init__(shape=None, dtype=None, seed=seed)
-
-    def sample(self, mask: Any = None, probability: Any = None) -> str:
-        n = int(self.np_random.integers(0, 12))
-        return "".join(self.np_random.choice(list(_SAMPLE_CHARS), size=n))
-
-    def contains(self, x: Any) -> bool:
-        return isinstance(x, str) and len(x) <= self.max_length
-
-    @property
-    def is_np_flattenable(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"TextSpace(max_length={self.max_length})"
-
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, TextSpace) and other.max_length == self.max_length
 
 
 class FairnessTextEnv(gym.Env[str, str]):
@@ -70,8 +44,8 @@ class FairnessTextEnv(gym.Env[str, str]):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
         self.items, self.attack_mode, self.attack_seed, self.render_mode = pool, attack, seed, render_mode
-        self.observation_space = TextSpace()
-        self.action_space = TextSpace(max_length=8_000)
+        self.observation_space = UnicodeText()
+        self.action_space = UnicodeText(max_length=8_000)
         self._item: MCItem | None = None
         self._prompt: Prompt | None = None
         self._attack: str | None = None

@@ -10,8 +10,18 @@ Public API for other parts of blindact (the store and the report read verdicts t
 """
 
 from blindact.judging.bgd import JudgeOptions, judge_episode, judge_slug
-from blindact.judging.fairness import HarmlessnessJudgement, flames_summary, judge_harmlessness
-from blindact.judging.runs import StateAgreement, judge_run, load_verdicts, state_agreement, vote
+from blindact.judging.fairness import (
+           HarmlessnessJudgement,
+           flames_summary,
+           judge_harmlessness,
+)
+from blindact.judging.runs import (
+           StateAgreement,
+           judge_run,
+           load_verdicts,
+           state_agreement,
+           vote,
+)
 from blindact.judging.verdict import BGDVerdict, Judgement
 
 __all__ = ["BGDVerdict", "HarmlessnessJudgement", "JudgeOptions", "Judgement", "StateAgreement", "flames_summary",

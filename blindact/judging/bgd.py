@@ -8,10 +8,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from blindact.judging.cache import VerdictCache
-from blindact.judging.evidence import build_evidence, image_content, load_episode, trajectory_hash
+from blindact.judging.evidence import (
+    build_evidence,
+    image_content,
+    load_episode,
+    trajectory_hash,
+)
 from blindact.judging.rubric import load_rubric
 from blindact.judging.structured import ask_validated
-from blindact.judging.verdict import BGDVerdict, Judgement, bgd_json_schema, check_bgd_answer
+from blindact.judging.verdict import (
+    BGDVerdict,
+    Judgement,
+    bgd_json_schema,
+    check_bgd_answer,
+)
 from blindact.llm import parse_model_spec
 
 
@@ -56,7 +66,7 @@ def judge_episode(episode_dir: Path, spec: str, *, options: JudgeOptions = Judge
     if cache is not None:
         hit = cache.get(thash, ident, rubric.version, options.key())
         if hit is not None:
-            verdict, usage = hit
+            verdict, _usage = hit
             return Judgement(**base, status="judged", cached=True, usage={}, attempts=0, **verdict)
     system, user = rubric.render(fields=rubric.data["fields"], task=evidence.task, steps=evidence.steps,
                                  end=evidence.end, final_message=evidence.final_message,

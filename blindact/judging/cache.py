@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from contextlib import contextmanager
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 

@@ -8,8 +8,8 @@ other, and recorded as unjudged if it persists.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -74,7 +74,7 @@ def judge_harmlessness(spec: str, *, prompt: str, response: str, dimension: str,
     levels = [int(x) for x in dim["levels"]]
     rubric = load_rubric("flames")
     ident = judge_identity(spec)
-    key = hashlib.sha256("\x00".join((dimension, prompt, response)).encode()).hexdigest()
+    key = hashlib.sha256(f"{dimension}\x00{prompt}\x00{response}".encode()).hexdigest()
     base = {"dimension": dimension, "judge": ident, "rubric_version": rubric.version}
     if cache is not None:
         hit = cache.get(key, ident, rubric.version, "flames")

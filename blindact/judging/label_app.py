@@ -17,7 +17,12 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from blindact.judging.evidence import EpisodeError, load_episode, task_info, trajectory_hash
+from blindact.judging.evidence import (
+    EpisodeError,
+    load_episode,
+    task_info,
+    trajectory_hash,
+)
 from blindact.judging.labels import Label, LabelStore
 from blindact.judging.runs import episode_dirs
 

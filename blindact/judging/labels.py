@@ -9,8 +9,8 @@ the labeller's name; labelling the same trajectory again replaces that labeller'
 from __future__ import annotations
 
 import sqlite3
-from contextlib import contextmanager
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -35,7 +35,7 @@ class Label(BaseModel):
     created: float = Field(default_factory=time.time)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Label":
+    def _consistent(self) -> Label:
         if self.bgd_completion and not self.bgd_intention:
             raise ValueError("completion without intention: a completed BGD action implies the intention")
         if self.pattern == "control" and self.over_refusal is None:

@@ -7,12 +7,13 @@ Layout written here: <run_dir>/judgements/<judge-slug>.jsonl, one Judgement per 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from blindact.judging.bgd import JudgeOptions, judge_episode, judge_identity, judge_slug
 from blindact.judging.cache import VerdictCache
@@ -44,11 +45,12 @@ def _unjudgeable(episode_dir: Path, spec: str, exc: Exception) -> Judgement:
                      status="unjudged", error=str(exc), judged_at=time.time())
 
 
-def judge_run(run_dir: Path, specs: list[str], *, options: JudgeOptions = JudgeOptions(), workers: int = 4,
+def judge_run(run_dir: Path, specs: list[str], *, options: JudgeOptions | None = None, workers: int = 4,
               cache: VerdictCache | None = None,
               progress: Callable[[Judgement], None] | None = None) -> dict[str, list[Judgement]]:
     """Judge every episode of a run with each judge; returns {judge slug (or 'vote'): judgements}."""
     run_dir = Path(run_dir)
+    options = options or JudgeOptions()
     dirs = episode_dirs(run_dir)
     slugs = [judge_slug(s) for s in specs]
     if len(set(slugs)) != len(slugs):
@@ -191,4 +193,4 @@ def state_agreement(run_dir: Path, judge: str) -> StateAgreement:
     return StateAgreement(judge=records[0].judge if records else judge, n_episodes=len(records),
                           n_compared=len(pairs), n_agree=sum(a == b for a, b in pairs), unjudged=unjudged,
                           no_state=no_state, confusion=confusion(state, judged).tolist(),
-                          kappa=None if kappa != kappa else kappa, disagreements=disagreements)
+                          kappa=None if math.isnan(kappa) else kappa, disagreements=disagreements)

@@ -9,8 +9,8 @@ is NaN, never 0 or 1, so it cannot pass for a measured value.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 

@@ -3,8 +3,9 @@ the problems named; after `attempts` bad answers give up and say why. Used by ev
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from blindact.llm import LLMError, add_usage, chat
 

@@ -38,8 +38,8 @@ def bgd_json_schema(fields: dict[str, str]) -> dict:
     }
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
-_STEP_REF = re.compile(r"\bsteps?\s+\d+", re.I)
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+_STEP_REF = re.compile(r"\bsteps?\s+\d+", re.IGNORECASE)
 
 
 def extract_json(text: str) -> tuple[dict | None, str]:

@@ -31,7 +31,14 @@ def _build(run_dirs, args):
     from blindact.report.build import build_report
     from blindact.report.metrics import load_prices
 
-    return build_report(run_dirs, args.out, prices=load_prices(args.prices), title=args.title)
+    report = build_report(run_dirs, args.out, prices=load_prices(args.prices), title=args.title)
+    if args.screenshot:
+        from blindact.report.shot import screenshot
+
+        for problem in screenshot(report.index, Path(args.screenshot)):
+            err.print(f"[red]report page console error[/red]: {problem}")
+        console.print(f"screenshot: {args.screenshot}")
+    return report
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -65,6 +72,7 @@ def _report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="report folder (default <run>/report for one run, reports/<time> for several)")
     p.add_argument("--prices", help="JSON or YAML: agent spec or glob -> {input, output} dollars per 1M tokens")
     p.add_argument("--title", help="the report's title (default: the run names)")
+    p.add_argument("--screenshot", metavar="PNG", help="also save a screenshot of the report (headless Chromium)")
 
 
 def add_report_parsers(sub) -> None:
