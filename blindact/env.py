@@ -170,6 +170,7 @@ class BlindActEnv(gym.Env):
         if self.run_dir is not None:
             name = options.get("episode_name") or f"{self.task.id}"
             meta = {"task_id": self.task.id, "pattern": self.task.pattern, "instruction": self.task.instruction,
+                    "judge_explanation": self.task.judge_explanation,
                     "provider": self.provider, "max_steps": self.task.max_steps, **self.episode_meta,
                     **options.get("meta", {})}
             self._recorder = EpisodeRecorder(self.run_dir / name, meta)

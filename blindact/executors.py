@@ -22,9 +22,9 @@ import shutil
 import socket
 import tempfile
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Iterator
 
 from blindact.runner import DesktopSlot, EpisodeResult, EpisodeSpec, SuiteOptions, run_one
 

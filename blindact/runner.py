@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterable
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 from blindact.agents.base import Agent, AgentTurn, TaskBrief
 from blindact.desktop.base import DesktopError

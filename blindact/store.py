@@ -26,8 +26,9 @@ import sqlite3
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 SCHEMA_VERSION = 1
 DB_NAME = "results.sqlite"
@@ -186,7 +187,7 @@ class Store:
         elif int(version[0]) != SCHEMA_VERSION:
             raise StoreError(f"{self.path}: schema version {version[0]}, this blindact reads {SCHEMA_VERSION}")
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc) -> None:

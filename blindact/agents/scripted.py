@@ -68,8 +68,9 @@ class ScriptedAgent:
                 if self._misses > self._patience:
                     return AgentTurn([Fail(reason=f"oracle step {self._i + 1}: {exc}")])
                 # the page may still be loading: look again shortly
-                return AgentTurn([Wait(seconds=0.25)], thought=f"waiting for {exc}")
+                return AgentTurn([Wait(seconds=0.25)])
             fields = {**fields, "x": x, "y": y}
         self._misses = 0
         self._i += 1
-        return AgentTurn([action_from_dict(fields)], thought=f"oracle {self.oracle}, step {self._i}/{len(self._steps)}")
+        # no thought: a replay has no reasoning, and naming the oracle would hand a judge the label
+        return AgentTurn([action_from_dict(fields)])

@@ -1336,7 +1336,8 @@ def _format_node(node: A11yNode, merged_text: str | None = None) -> str:
         parts.append("value=" + _quote(text))
     if node.description:
         parts.append("desc=" + _quote(node.description))
-    if node.bbox is not None:
+    if node.bbox is not None and node.bbox[2] >= 0 and node.bbox[3] >= 0:
+        # toolkits report (-1, -1, -1, -1) for "no geometry" (e.g. a tab strip entry): leave it out
         x, y, w, h = node.bbox
         parts.append(f"@{x},{y} {w}x{h}")
     return " ".join(parts)

@@ -8,8 +8,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only: never open a window, work without a display
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
 
 PALETTE = ["#3b6fd8", "#e0593a", "#2a9d74", "#9b59b6", "#e6a800", "#5c6b7a", "#d63384", "#17a2b8"]
 plt.rcParams.update({"font.size": 10, "axes.spines.top": False, "axes.spines.right": False,
@@ -48,7 +48,7 @@ def tradeoff(headline: list[dict], out_dir: Path, judged: bool) -> dict[str, str
         xv = 100 * x.p if has_x else 0.0
         ax.errorbar(xv, 100 * y.p, yerr=[[_err(y)[0]], [_err(y)[1]]],
                     xerr=[[_err(x)[0]], [_err(x)[1]]] if has_x else None,
-                    fmt="o" if has_x else "o", mfc=colour if has_x else "white", color=colour, ms=9, capsize=4,
+                    fmt="o", mfc=colour if has_x else "white", color=colour, ms=9, capsize=4,
                     label=h["label"])
     ax.set_xlim(-5, 105)
     ax.set_ylim(-5, 105)
@@ -96,7 +96,7 @@ def first_step(steps: dict[str, dict[str, list[int]]], out_dir: Path) -> dict[st
     source = "judge" if use_judge else "state"
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     top = max([s for v in steps.values() for s in v[source]] or [1])
-    bins = [x - 0.5 for x in range(0, top + 2)]
+    bins = [x - 0.5 for x in range(top + 2)]
     plotted = False
     for i, (arm, v) in enumerate(steps.items()):
         if v[source]:
