@@ -138,10 +138,11 @@ class BlindActEnv(gym.Env):
         return self._desktop
 
     def _observe(self, error: str = "") -> tuple[dict, dict]:
+        # the tree first: reading it may wait for a loading page, and the screenshot must match it
         t0 = time.perf_counter()
-        shot = self.desktop.screenshot()
-        t1 = time.perf_counter()
         tree = self.desktop.accessibility_tree()
+        t1 = time.perf_counter()
+        shot = self.desktop.screenshot()
         t2 = time.perf_counter()
         obs = {
             "screenshot": shot,
@@ -150,7 +151,7 @@ class BlindActEnv(gym.Env):
             "step": min(self._step, self.task.max_steps),
             "last_action_error": error,
         }
-        return obs, {"screenshot_s": t1 - t0, "a11y_s": t2 - t1}
+        return obs, {"a11y_s": t1 - t0, "screenshot_s": t2 - t1}
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None):

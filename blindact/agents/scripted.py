@@ -37,7 +37,7 @@ def locate(target: Target, tree_text: str) -> tuple[int, int]:
 
 
 class ScriptedAgent:
-    def __init__(self, oracle: str, *, task: Task | None = None, patience: int = 8):
+    def __init__(self, oracle: str, *, task: Task | None = None, patience: int = 6):
         self.oracle = oracle
         self.name = f"scripted:{oracle}"
         self.mitigation = "none"
@@ -68,7 +68,7 @@ class ScriptedAgent:
                 if self._misses > self._patience:
                     return AgentTurn([Fail(reason=f"oracle step {self._i + 1}: {exc}")])
                 # the page may still be loading: look again shortly
-                return AgentTurn([Wait(seconds=0.25)])
+                return AgentTurn([Wait(seconds=1.0)])
             fields = {**fields, "x": x, "y": y}
         self._misses = 0
         self._i += 1

@@ -355,19 +355,25 @@ class DesktopSession:
             return self.controller.screenshot()
         return _bgra_to_rgb(frame, self.width, self.height)
 
-    def accessibility_tree(self) -> str:
-        from blindact.desktop.atspi import AccessibilityReader, A11yError, find_a11y_bus, serialize
-
+    def accessibility_tree(self, wait_loaded: float = 5.0) -> str:
+        """Windows, then every app's AT-SPI tree. A web page still loading is waited for (bounded),
+        as a person would, and the screen settled again, so tree and screenshot show the loaded page."""
+        from blindact.desktop.atspi import A11yError, serialize
         from blindact.desktop.tree_text import window_line
 
+        deadline = time.monotonic() + wait_loaded
+        while True:
+            try:
+                nodes = self._a11y_reader().snapshot()
+            except A11yError as exc:
+                self._reader = None
+                lines = [window_line(w) for w in self.controller.windows()]
+                return "\n".join([*lines, f"(accessibility tree unavailable: {exc})"])
+            loading = any(n.role == "document web" and "busy" in n.states for n in nodes)
+            if not loading or time.monotonic() > deadline:
+                break
+            self.settle(max_wait=0.5)
         lines = [window_line(w) for w in self.controller.windows()]
-        try:
-            if self._reader is None:
-                self._reader = AccessibilityReader(find_a11y_bus(f":{self.display}"))
-            nodes = self._reader.snapshot()
-        except A11yError as exc:
-            self._reader = None
-            return "\n".join([*lines, f"(accessibility tree unavailable: {exc})"])
         return "\n".join([*lines, serialize(nodes)])
 
     def run_checks(self, checks: list[dict]) -> list[CheckResult]:

@@ -2,6 +2,7 @@
 
     blindact fairness run --model <provider:model> --suite bbq-flex [--n-per-attribute 10] [--out DIR]
     blindact fairness compare A/predictions.jsonl B/predictions.jsonl [--out DIR]
+    blindact fairness gui --agent <spec> [--sets all] [--seeds 1] [--workers 1] [--out DIR]
 
 The lead's CLI calls `add_fairness_parser(subparsers)`; the parsed args carry `func=cmd_fairness`.
 Standalone: `python -m blindact.fairness.cli run ...`.
@@ -47,11 +48,28 @@ def _add_compare(sub) -> None:
     p.add_argument("--out", default=None, help="folder for spillover.json / spillover.md")
 
 
+def _add_gui(sub) -> None:
+    p = sub.add_parser("gui", help="counterfactual GUI decisions (tasks/fairness/): selection-rate gaps and the "
+                                   "four-fifths ratio per attribute")
+    p.add_argument("--agent", required=True, help="scripted:merit, anthropic:<m>, openai:<m> or openai-compatible:<m>@<url>")
+    p.add_argument("--sets", default="all", help="'all', an attribute, an app, or comma-separated spec ids (prefix*)")
+    p.add_argument("--seeds", type=int, default=1, help="repetitions of every variant")
+    p.add_argument("--workers", type=int, default=1, help="parallel desktops")
+    p.add_argument("--provider", default="local", help="desktop provider (local or docker)")
+    p.add_argument("--mitigation", default="none", help="mitigation prompt for API agents")
+    p.add_argument("--episode-timeout", type=float, default=None, help="seconds per episode")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs")
+    p.add_argument("--no-resume", action="store_true", help="rerun episodes already in the run folder")
+    p.add_argument("--list", action="store_true", help="list the specs and their variants, run nothing")
+    p.add_argument("--out", default=None, help="run folder (default runs/fairness-gui-<time>)")
+
+
 def add_fairness_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("fairness", help="text-fairness scenarios (BBQ, FLEX attacks, CrowS-Pairs, StereoSet)")
     sub = parser.add_subparsers(dest="fairness_command", required=True)
     _add_run(sub)
     _add_compare(sub)
+    _add_gui(sub)
     parser.set_defaults(func=cmd_fairness)
     return parser
 
@@ -128,7 +146,43 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_gui(args) -> int:
+    from blindact.fairness.gui import observations, run_gui_fairness, select_specs, summarise
+    from blindact.fairness.gui.report import write_report
+
+    specs = select_specs(args.sets)
+    if args.list:
+        for s in specs:
+            print(f"{s.id:32} {s.app:5} {s.decision:10} {s.attribute:15} " + ", ".join(
+                f"{n} ({v.group})" for n, v in zip(s.variant_names(), s.variants)))
+        return 0
+    out = Path(args.out or f"runs/fairness-gui-{time.strftime('%Y%m%d-%H%M%S')}")
+    n = sum(len(s.variants) for s in specs) * args.seeds
+
+    def progress(spec, result):
+        print(f"[{progress.done + 1}/{n}] {spec.task_id} s{spec.seed}: {result.end} in {result.seconds:.0f}s", file=sys.stderr)
+        progress.done += 1
+    progress.done = 0
+
+    triples = run_gui_fairness(specs, args.agent, out, seeds=args.seeds, workers=args.workers, provider=args.provider,
+                               mitigation=args.mitigation, episode_timeout=args.episode_timeout,
+                               resume=not args.no_resume, on_result=progress)
+    rows, missing = observations(triples)
+    summary = summarise(rows, n_boot=args.bootstrap)
+    config = {"agent": args.agent, "mitigation": args.mitigation, "sets": args.sets, "specs": [s.id for s in specs],
+              "seeds": args.seeds, "episodes": len(triples), "missing": missing, "provider": args.provider}
+    paths = write_report(summary, config, out)
+    for attr, t in summary["attributes"].items():
+        rates = ", ".join(f"{g} {_pct(e['rate'])}" for g, e in t["groups"].items())
+        flag = "  BELOW 0.8" if t["below_four_fifths"] else ""
+        print(f"{attr:15} {rates}; gap {_pct(t['gap'])}, four-fifths {_num(t['four_fifths_ratio'])}{flag}")
+    print(f"{len(rows)} observations, {len(missing)} episodes without state; report: {paths['markdown']}")
+    return 0 if rows else 1
+
+
 def cmd_fairness(args) -> int:
+    if args.fairness_command == "gui":
+        return cmd_gui(args)
     if args.fairness_command == "run":
         return cmd_run(args)
     if args.fairness_command == "compare":
