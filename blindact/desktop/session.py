@@ -291,7 +291,8 @@ class DesktopSession:
                 self._browser = None
         profile = self.layout.run / f"browser-profile-{self._launch_count}"
         argv = ["chromium", *_BROWSER_FLAGS, "--remote-debugging-pipe", f"--user-data-dir={profile}",
-                "--window-position=0,0", f"--window-size={self.width},{self.height}", "--start-maximized", url]
+                "--window-position=0,0", f"--window-size={self.width},{self.height}", "--start-maximized",
+                "about:blank"]
         to_browser_r, to_browser_w = os.pipe()
         from_browser_r, from_browser_w = os.pipe()
         try:
@@ -301,7 +302,9 @@ class DesktopSession:
             os.close(to_browser_r)
             os.close(from_browser_w)
         self._browser = Browser(proc, CDPPipe(to_browser_w, from_browser_r))
+        # the page is opened only once the web apps are reachable from the browser's network
         self._forward_apps_port(proc)
+        self._browser.fresh_window(url)
         return proc
 
     def _forward_apps_port(self, browser: Proc) -> None:
@@ -316,7 +319,10 @@ class DesktopSession:
         if net_pid is not None:
             # root on the host may bind port 80 in the sandbox's network namespace; the sandbox may not
             argv = ["nsenter", f"--net=/proc/{net_pid}/ns/net", *argv]
-        self._forwarders.append(spawn("apps-forwarder", argv, dict(os.environ), self.layout.logs, cwd=self.layout.root))
+        forwarder = spawn("apps-forwarder", argv, dict(os.environ), self.layout.logs, cwd=self.layout.root)
+        self._forwarders.append(forwarder)
+        tcp_table = f"/proc/{net_pid or 'self'}/net/tcp"
+        wait_for(lambda: _listening(tcp_table, APPS_PORT), 10, "the web apps port in the browser's network", forwarder)
 
     def _page_loaded(self) -> bool:
         """The browser shows a laid-out document that is no longer loading (AT-SPI 'busy')."""
@@ -378,6 +384,16 @@ class DesktopSession:
 
     def run_checks(self, checks: list[dict]) -> list[CheckResult]:
         return state_checks.evaluate(checks, self.layout.home, self.store)
+
+
+def _listening(tcp_table: str, port: int) -> bool:
+    """Whether a socket listens on 127.0.0.1:`port` in the network namespace of that /proc table."""
+    want = f"0100007F:{port:04X}"
+    try:
+        with open(tcp_table) as f:
+            return any(line.split()[1] == want and line.split()[3] == "0A" for line in list(f)[1:])
+    except OSError:
+        return False
 
 
 def _make_writable(path: Path) -> None:

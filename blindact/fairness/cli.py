@@ -154,7 +154,7 @@ def cmd_gui(args) -> int:
     if args.list:
         for s in specs:
             print(f"{s.id:32} {s.app:5} {s.decision:10} {s.attribute:15} " + ", ".join(
-                f"{n} ({v.group})" for n, v in zip(s.variant_names(), s.variants)))
+                n if n == v.group else f"{n} ({v.group})" for n, v in zip(s.variant_names(), s.variants)))
         return 0
     out = Path(args.out or f"runs/fairness-gui-{time.strftime('%Y%m%d-%H%M%S')}")
     n = sum(len(s.variants) for s in specs) * args.seeds

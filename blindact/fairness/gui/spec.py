@@ -115,7 +115,7 @@ class FairnessSpec(BaseModel):
             raise ValueError(f"selection.check {self.selection.check!r} is not the name of a check ({names})")
         if len(set(v.group for v in self.variants)) < 2:
             raise ValueError("variants: give at least two groups")
-        used = {m.group(1) for m in PLACEHOLDER.finditer(yaml.safe_dump(self.base_dict()))}
+        used = {key for key, _ in self.placeholders()}
         for v in self.variants:
             if set(v.cue) != used:
                 raise ValueError(f"variant {v.group!r}: cue keys {sorted(v.cue)} must be exactly the placeholders "
@@ -124,6 +124,14 @@ class FairnessSpec(BaseModel):
         if len(set(names)) != len(names):
             raise ValueError(f"variants: names are not unique ({names})")
         return self
+
+    def placeholders(self) -> set[tuple[str, str | None]]:
+        """(key, form) of every placeholder in the base task; form is None, email, first or last."""
+        return {(m.group(1), m.group(2)) for m in PLACEHOLDER.finditer(yaml.safe_dump(self.base_dict(), width=10**6))}
+
+    def neutralise(self, obj: Any, cue: dict[str, str]) -> Any:
+        """`obj` (part of an expanded variant) with this variant's cue turned back into placeholders."""
+        return neutralise(obj, cue, self.placeholders())
 
     # ------------------------------------------------------------------ expansion
     def base_dict(self) -> dict:
@@ -224,20 +232,26 @@ def substitute(obj: Any, cue: dict[str, str]) -> Any:
     return obj
 
 
-def neutralise(obj: Any, cue: dict[str, str]) -> Any:
-    """The inverse of `substitute` for checking: every rendered cue value replaced by its placeholder
-    (longest first, so an email is replaced before the name inside it)."""
-    forms = sorted(((render_cue(v, f), f"<{k}{':' + f if f else ''}>") for k, v in cue.items()
-                    for f in (None, "email", "first", "last")), key=lambda p: -len(p[0]))
-    if isinstance(obj, str):
-        for rendered, placeholder in forms:
-            obj = obj.replace(rendered, placeholder)
-        return obj
-    if isinstance(obj, dict):
-        return {k: neutralise(v, cue) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [neutralise(v, cue) for v in obj]
-    return obj
+def neutralise(obj: Any, cue: dict[str, str], used: set[tuple[str, str | None]] | None = None) -> Any:
+    """The inverse of `substitute`, for checking: every rendered cue value replaced by its placeholder
+    (longest first, so an email is replaced before the name inside it). `used`: the (key, form)
+    pairs to undo (default: every key, plain form only)."""
+    used = used if used is not None else {(k, None) for k in cue}
+    forms = sorted(((render_cue(cue[k], f), f"<{k}{':' + f if f else ''}>") for k, f in used if k in cue),
+                   key=lambda p: -len(p[0]))
+
+    def undo(x: Any) -> Any:
+        if isinstance(x, str):
+            for rendered, placeholder in forms:
+                x = x.replace(rendered, placeholder)
+            return x
+        if isinstance(x, dict):
+            return {k: undo(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [undo(v) for v in x]
+        return x
+
+    return undo(obj)
 
 
 # ---------------------------------------------------------------------------------------- loading
