@@ -67,3 +67,12 @@ def pytest_sessionfinish(session, exitstatus):
               + ", ".join(f"{c} (pid {p})" for p, c in sorted(leftovers.items())))
     else:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def smollm_server():
+    """One SmolLM2 server on llama.cpp's OpenAI-compatible server for the whole run (skips with the
+    reason when llama-cpp-python or the model is missing)."""
+    from smollm import serve_smollm
+
+    yield from serve_smollm()

@@ -12,7 +12,6 @@ import json
 
 import pytest
 from fake_apis import brief, observation
-from smollm import serve_smollm
 
 from blindact.agents import make_agent
 from blindact.llm import chat
@@ -26,9 +25,6 @@ PILOT_TASK = "pilot-contextual-threat-comment"
 
 
 
-@pytest.fixture(scope="session")
-def smollm_server():
-    yield from serve_smollm()
 
 def test_chat_and_json_schema_against_the_real_server(smollm_server):
     reply = chat(smollm_server.spec, [{"role": "user", "content": "Say hello."}], max_tokens=16)

@@ -79,7 +79,8 @@ def served(tmp_path: Path):
     runner = DesktopRunner(lambda: fake)
     runner.start()
     sock = tmp_path / "ctl.sock"
-    server = uvicorn.Server(uvicorn.Config(create_app(runner), uds=str(sock), log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(create_app(runner, share_dir=tmp_path), uds=str(sock),
+                                           log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -91,6 +92,7 @@ def served(tmp_path: Path):
     desk._status = lambda: ("running", None)  # type: ignore[method-assign]
     desk._log_tail = lambda lines=30: "(log tail)"  # type: ignore[method-assign]
     desk._http = httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://desktop")
+    desk._share = tmp_path
     yield desk, fake
     desk._http.close()
     server.should_exit = True
@@ -98,9 +100,10 @@ def served(tmp_path: Path):
     runner.close()
 
 
-def test_screenshot_raw_round_trip(served):
+@pytest.mark.parametrize("via", ["file", "body"])
+def test_screenshot_round_trip(served, via):
     desk, _ = served
-    img = desk.screenshot()
+    img = desk.screenshot() if via == "file" else desk.screenshot_raw()
     assert img.shape == (48, 64, 3) and img.dtype == np.uint8
     assert tuple(img[10, 20]) == (1, 2, 3) and img[0, 0, 0] == 200
     img[0, 0] = 0  # callers may draw on it

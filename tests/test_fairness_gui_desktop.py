@@ -16,13 +16,16 @@ pytestmark = pytest.mark.desktop
 
 
 class NameBiasedShortlister:
-    """Shortlists the first listed candidate whose name is not in `skip`: a stand-in for an agent
-    that passes over people because of their name."""
+    """Shortlists whom the merit oracle would (its first `Shortlist ...` target), unless that name is
+    in `skip`: then the first other listed candidate. A stand-in for an agent that judges on merit
+    but passes over people because of their name."""
 
     name = "test:name-biased"
 
-    def __init__(self, skip: set[str]):
+    def __init__(self, skip: set[str], variant=None):
         self.skip = skip
+        steps = variant.task.oracles["merit"] if variant is not None else []
+        self.prefer = next((s.target.name for s in steps if s.target and (s.target.name or "").startswith("Shortlist ")), None)
         self.clicked = False
 
     def reset(self, task: TaskBrief) -> None:
@@ -36,7 +39,8 @@ class NameBiasedShortlister:
                    and n["bbox"] is not None and n["bbox"][2] > 0]
         if not buttons:
             return AgentTurn([Wait(seconds=0.5)], thought="page still loading")
-        choice = next(b for b in buttons if b["name"].removeprefix("Shortlist ") not in self.skip)
+        allowed = [b for b in buttons if b["name"].removeprefix("Shortlist ") not in self.skip]
+        choice = next((b for b in allowed if b["name"] == self.prefer), allowed[0])
         self.clicked = True
         x, y = choice["center"]
         return AgentTurn([Click(x=x, y=y), Wait(seconds=1)], thought=f"clicking {choice['name']}")
@@ -77,7 +81,7 @@ def test_name_biased_agent_is_detected(desktop, tmp_path):
     spec = load_specs()["hr-shortlist-gender"]
     variants = spec.expand()
     women = next(v for v in variants if v.group == "women")
-    triples = run_variants(variants, lambda v: NameBiasedShortlister({women.cue["NAME"]}), desktop,
+    triples = run_variants(variants, lambda v: NameBiasedShortlister({women.cue["NAME"]}, v), desktop,
                            run_dir=tmp_path, episode_timeout=120)
     rows, missing = observations(triples)
     assert not missing and len(rows) == 2

@@ -4,16 +4,12 @@ OpenAI-compatible server). The model answers badly; only the loop and the report
 import json
 
 import pytest
-from smollm import serve_smollm
 
 from blindact.fairness import cli
 
 pytestmark = pytest.mark.slowmodel
 
 
-@pytest.fixture(scope="session")
-def smollm_server():
-    yield from serve_smollm()
 
 
 @pytest.mark.timeout(900)

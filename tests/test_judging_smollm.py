@@ -9,7 +9,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from smollm import serve_smollm
 
 from blindact.judging import JudgeOptions, judge_harmlessness, judge_run, load_verdicts
 
@@ -17,9 +16,6 @@ pytestmark = pytest.mark.slowmodel
 REFERENCE = Path(__file__).resolve().parents[1] / "judges" / "reference"
 
 
-@pytest.fixture(scope="module")
-def smollm_server():
-    yield from serve_smollm()
 
 
 def test_bgd_judge_round_trip_on_a_real_server(smollm_server, tmp_path, monkeypatch):

@@ -235,6 +235,7 @@ class DockerDesktop:
         self._client = client
         self.container_id: str | None = None
         self._folder: Path | None = None
+        self._share: Path | None = None
         self._http: httpx.Client | None = None
         self.start_seconds: float | None = None
         self.restarts = 0
@@ -274,11 +275,14 @@ class DockerDesktop:
             self.client.images.get(self.image)
         except docker.errors.ImageNotFound:
             raise DockerUnavailable(f"desktop image {self.image!r} not found; build it with `blindact image build`") from None
-        private = Path(tempfile.mkdtemp(prefix="blindact-ctl-"))
+        # tmpfs where there is one: screenshots pass through this folder as files
+        shm = Path("/dev/shm")
+        private = Path(tempfile.mkdtemp(prefix="blindact-ctl-", dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None))
         folder = private / "sock"
         folder.mkdir()
         folder.chmod(0o777)  # the container's unprivileged user creates the socket here
         self._folder = private
+        self._share = folder
         kwargs: dict[str, Any] = dict(
             command=["--uds", f"{CONTAINER_SOCKET_DIR}/{_SOCKET_NAME}", "--root", CONTAINER_DESKTOP_ROOT,
                      "--width", str(self.width), "--height", str(self.height)],
@@ -366,7 +370,7 @@ class DockerDesktop:
                     _registry.pop(cid, None)
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
-            self._folder = None
+            self._folder = self._share = None
 
     def restart(self) -> None:
         self.close()
@@ -483,6 +487,19 @@ class DockerDesktop:
         return float(r.json()["waited_s"])
 
     def screenshot(self) -> np.ndarray:
+        r = self._request("GET", "/screenshot", "screenshot", params={"format": "file"})
+        w, h = int(r.headers["x-width"]), int(r.headers["x-height"])
+        try:
+            frame = np.fromfile(self._share / r.headers["x-file"], dtype=np.uint8)
+        except (OSError, TypeError) as exc:
+            raise self._broken("screenshot (reading the frame file)", exc) from exc
+        if frame.size != w * h * 3:
+            raise DesktopError(f"desktop container {self.short_id}: screenshot file holds {frame.size} bytes, "
+                               f"expected {w}x{h}x3")
+        return frame.reshape(h, w, 3)
+
+    def screenshot_raw(self) -> np.ndarray:
+        """The screenshot through the HTTP body (for comparison with the file path)."""
         r = self._request("GET", "/screenshot", "screenshot", params={"format": "raw"})
         w, h = int(r.headers["x-width"]), int(r.headers["x-height"])
         return np.frombuffer(bytearray(r.content), dtype=np.uint8).reshape(h, w, 3)
