@@ -106,7 +106,7 @@ def test_the_build_context_holds_the_project_without_host_only_parts():
     deps = image.image_dependencies(root)
     names = {d.split(">")[0].split("=")[0].split("[")[0].lower() for d in deps}
     assert {"numpy", "starlette", "uvicorn", "mss", "python-xlib"} <= names
-    assert not names & {"anthropic", "openai", "docker"}
+    assert not names & {"anthropic", "openai", "docker", "matplotlib"}
     files = list(image._source_files(root))
     assert Path("blindact/desktop/server.py") in files
     assert not [f for f in files if "__pycache__" in f.parts or f.suffix == ".pyc"]

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import copy
-import math
 import subprocess
 import sys
 
@@ -12,7 +11,14 @@ import pytest
 
 from blindact.apps.registry import validate_seed
 from blindact.fairness.gui import (
-    Observation, four_fifths_ratio, group_table, load_specs, observations, rate_gap, selection_rate, summarise,
+    Observation,
+    four_fifths_ratio,
+    group_table,
+    load_specs,
+    observations,
+    rate_gap,
+    selection_rate,
+    summarise,
 )
 from blindact.fairness.gui.report import markdown
 from blindact.fairness.gui.spec import ATTRIBUTES, FairnessSpec, neutralise, substitute
@@ -221,3 +227,14 @@ def test_cli_lists_the_specs():
                          capture_output=True, text=True, check=True).stdout
     for spec_id in load_specs():
         assert spec_id in out
+
+
+def test_registration_is_temporary():
+    from blindact.fairness.gui import registered
+    from blindact.tasks import get_task, load_all
+
+    variants = load_specs()["hr-rate-age"].expand()
+    before = set(load_all())
+    with registered(variants):
+        assert get_task(variants[0].task_id) is variants[0].task
+    assert set(load_all()) == before

@@ -9,7 +9,14 @@ from blindact.actions import Click, Done, Wait
 from blindact.agents.base import AgentTurn, TaskBrief
 from blindact.agents.scripted import ScriptedAgent
 from blindact.desktop.tree_text import parse_tree_text
-from blindact.fairness.gui import group_table, load_specs, observations, run_gui_fairness, run_variants, summarise
+from blindact.fairness.gui import (
+    group_table,
+    load_specs,
+    observations,
+    run_gui_fairness,
+    run_variants,
+    summarise,
+)
 from blindact.observation import Observation as Obs
 
 pytestmark = pytest.mark.desktop

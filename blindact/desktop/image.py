@@ -63,8 +63,8 @@ DESKTOP_PACKAGES = (
 _BOOTSTRAP_RECIPE = "2"
 # Folders of the checkout that make up the project inside the image.
 _SOURCE_DIRS = ("blindact", "envs", "tasks", "judges")
-# Dependencies the container never imports: the agent and provider sides run on the host.
-_HOST_ONLY_DEPS = {"anthropic", "openai", "docker"}
+# Dependencies the container never imports: agents, providers and reports run on the host.
+_HOST_ONLY_DEPS = {"anthropic", "openai", "docker", "matplotlib", "ray"}
 
 Log = Callable[[str], None]
 

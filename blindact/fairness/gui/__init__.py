@@ -9,12 +9,31 @@ cue, run on the real desktop, with selection-rate gaps and the four-fifths ratio
 - report.py   gui_fairness.json / gui_fairness.md
 """
 
-from blindact.fairness.gui.metrics import Observation, four_fifths_ratio, group_table, rate_gap, selection_rate, summarise
-from blindact.fairness.gui.run import expand_all, observations, run_gui_fairness, run_variants
-from blindact.fairness.gui.spec import FairnessSpec, VariantTask, load_specs, register_variants, select_specs
+from blindact.fairness.gui.metrics import (
+    Observation,
+    four_fifths_ratio,
+    group_table,
+    rate_gap,
+    selection_rate,
+    summarise,
+)
+from blindact.fairness.gui.run import (
+    expand_all,
+    observations,
+    run_gui_fairness,
+    run_variants,
+)
+from blindact.fairness.gui.spec import (
+    FairnessSpec,
+    VariantTask,
+    load_specs,
+    register_variants,
+    registered,
+    select_specs,
+)
 
 __all__ = [
     "FairnessSpec", "Observation", "VariantTask", "expand_all", "four_fifths_ratio", "group_table", "load_specs",
-    "observations", "rate_gap", "register_variants", "run_gui_fairness", "run_variants", "select_specs",
+    "observations", "rate_gap", "register_variants", "registered", "run_gui_fairness", "run_variants", "select_specs",
     "selection_rate", "summarise",
 ]

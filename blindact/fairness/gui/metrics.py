@@ -30,8 +30,8 @@ every variant. An agent that decides on merit alone has flip_rate 0.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -109,7 +109,7 @@ def group_table(obs: Sequence[Observation], *, n_boot: int = 1000, seed: int = 0
                  "rate_ci": _ci(bootstrap_ci(outcomes, lambda r: sum(r) / len(r), n_boot=n_boot, seed=seed))}
         if rated:
             vals = ratings[g]
-            entry.update({"n_rated": int(len(vals)), "mean_rating": float(vals.mean()) if len(vals) else None,
+            entry.update({"n_rated": len(vals), "mean_rating": float(vals.mean()) if len(vals) else None,
                           "mean_rating_ci": _ci(mean_ci(vals, n_boot=n_boot, seed=seed))})
         groups[g] = entry
     rates = {g: e["rate"] for g, e in groups.items()}

@@ -9,11 +9,11 @@ the spec's selection check from the episode's recorded state checks.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from blindact.fairness.gui.metrics import Observation
-from blindact.fairness.gui.spec import FairnessSpec, VariantTask, register_variants
+from blindact.fairness.gui.spec import FairnessSpec, VariantTask, registered
 from blindact.runner import EpisodeResult, EpisodeSpec, run_episode, run_suite
 
 Triple = tuple[VariantTask, int, EpisodeResult]
@@ -63,12 +63,12 @@ def run_gui_fairness(specs: list[FairnessSpec], agent_spec: str, out: Path, *, s
     """Every variant of `specs` x `seeds` repetitions with the agent `agent_spec` (anything
     `blindact.agents.make_agent` accepts, e.g. scripted:merit), through run_suite into `out`."""
     variants = expand_all(specs)
-    register_variants(variants)
     by_id = {v.task_id: v for v in variants}
     episode_specs = [EpisodeSpec(v.task_id, agent_spec, mitigation, s) for s in range(seeds) for v in variants]
-    results = run_suite(episode_specs, Path(out), provider=provider, workers=workers, episode_timeout=episode_timeout,
-                        agent_options=agent_options, provider_options=provider_options, resume=resume,
-                        on_result=on_result)
+    with registered(variants):
+        results = run_suite(episode_specs, Path(out), provider=provider, workers=workers,
+                            episode_timeout=episode_timeout, agent_options=agent_options,
+                            provider_options=provider_options, resume=resume, on_result=on_result)
     return [(by_id[spec.task_id], spec.seed, result) for spec, result in results]
 
 
@@ -77,13 +77,13 @@ def run_variants(variants: list[VariantTask], make_agent: Callable[[VariantTask]
     """Every variant x seed with an Agent object from `make_agent(variant)`, on one desktop."""
     from blindact.env import BlindActEnv
 
-    register_variants(variants)
     triples = []
-    for seed in range(seeds):
-        for v in variants:
-            env = BlindActEnv(task=v.task, desktop=desktop, run_dir=run_dir)
-            name = f"{v.task_id}__s{seed}" if seed else v.task_id
-            result = run_episode(env, make_agent(v), timeout_s=episode_timeout, seed=seed,
-                                 reset_options={"episode_name": name})
-            triples.append((v, seed, result))
+    with registered(variants):
+        for seed in range(seeds):
+            for v in variants:
+                env = BlindActEnv(task=v.task, desktop=desktop, run_dir=run_dir)
+                name = f"{v.task_id}__s{seed}" if seed else v.task_id
+                result = run_episode(env, make_agent(v), timeout_s=episode_timeout, seed=seed,
+                                     reset_options={"episode_name": name})
+                triples.append((v, seed, result))
     return triples

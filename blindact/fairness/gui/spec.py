@@ -38,12 +38,21 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from blindact.resources import data_dir
 from blindact.tasks import Task, TaskFileError
@@ -109,11 +118,11 @@ class FairnessSpec(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _consistent(self) -> "FairnessSpec":
+    def _consistent(self) -> FairnessSpec:
         names = [c.get("name") for kind in ("harm", "benign") for c in self.checks.get(kind, [])]
         if self.selection.check not in names:
             raise ValueError(f"selection.check {self.selection.check!r} is not the name of a check ({names})")
-        if len(set(v.group for v in self.variants)) < 2:
+        if len({v.group for v in self.variants}) < 2:
             raise ValueError("variants: give at least two groups")
         used = {key for key, _ in self.placeholders()}
         for v in self.variants:
@@ -174,7 +183,7 @@ class FairnessSpec(BaseModel):
     def variant_id(self, name: str) -> str:
         return f"{self.id}--{name}"
 
-    def expand(self) -> list["VariantTask"]:
+    def expand(self) -> list[VariantTask]:
         out = []
         for name, v in zip(self.variant_names(), self.variants):
             data = substitute(self.base_dict(), v.cue)
@@ -307,16 +316,35 @@ def select_specs(selector: str = "all", root: Path | None = None) -> list[Fairne
     return chosen
 
 
-def register_variants(variants: list[VariantTask]) -> None:
+def register_variants(variants: list[VariantTask]) -> list[str]:
     """Make the variant tasks known to `blindact.tasks.get_task`, which the suite runner and the
     scripted agent use to look tasks up by id. The shipped loader only reads tasks/<pattern>/, so the
     variants are added to its (cached) table in this process; the local executor runs in this
-    process, so this is all it needs (a Ray executor would not see them)."""
+    process, so this is all it needs (a Ray executor's remote workers would not see them).
+    Returns the ids that were added (not there before)."""
     from blindact.tasks import load_all
 
     table = load_all()
+    added = []
     for v in variants:
         existing = table.get(v.task_id)
         if existing is not None and existing != v.task:
             raise TaskFileError(f"task id {v.task_id!r} is already used by another task")
+        if existing is None:
+            added.append(v.task_id)
         table[v.task_id] = v.task
+    return added
+
+
+@contextmanager
+def registered(variants: list[VariantTask]) -> Iterator[None]:
+    """`register_variants` for the duration of a block; the shipped task table is restored after."""
+    from blindact.tasks import load_all
+
+    added = register_variants(variants)
+    try:
+        yield
+    finally:
+        table = load_all()
+        for task_id in added:
+            table.pop(task_id, None)
