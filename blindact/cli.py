@@ -194,6 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # SIGTERM ends a run like Ctrl-C: workers stop and every desktop is closed
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    if getattr(args, "provider", None) == "docker":
+        from blindact.desktop.docker_provider import install_cleanup_handlers
+
+        install_cleanup_handlers()  # Ctrl-C removes every container at once, chained to the handler above
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

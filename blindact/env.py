@@ -34,7 +34,7 @@ from blindact.actions import (
 from blindact.agents.base import AgentTurn
 from blindact.desktop.base import CheckResult, Desktop, DesktopError
 from blindact.spaces import UnicodeText
-from blindact.tasks import Task, get_task, load_all
+from blindact.tasks import Task, get_task
 from blindact.trajectory import EpisodeRecorder
 
 
@@ -293,8 +293,11 @@ class BlindActEnv(gym.Env):
 
 
 def register_envs() -> None:
-    """Register `blindact/<task-id>` for every shipped task (called by gymnasium's plugin hook)."""
-    for task_id in load_all():
+    """Register `blindact/<task-id>` for every shipped task. Only file names are read here; a task
+    is parsed when its env is made, so `import blindact` stays cheap."""
+    from blindact.tasks import task_ids
+
+    for task_id in task_ids():
         env_id = f"blindact/{task_id}"
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point="blindact.env:BlindActEnv", kwargs={"task_id": task_id},
@@ -304,4 +307,3 @@ def register_envs() -> None:
     except ImportError:
         return
     register_fairness_envs()
-

@@ -171,6 +171,8 @@ def load_task_file(path: Path) -> Task:
             f"field '{'.'.join(str(p) for p in e['loc']) or '(top)'}': {e['msg']}" for e in exc.errors()[:5]
         )
         raise TaskFileError(f"{path}: {problems}") from None
+    if path.stem != task.id:
+        raise TaskFileError(f"{path}: field 'id' is {task.id!r}; name the file {task.id}.yaml")
     expected_dir = "control" if task.is_control else task.pattern
     if path.parent.name in PATTERNS and path.parent.name != expected_dir:
         raise TaskFileError(f"{path}: field 'pattern' is {task.pattern!r} but the file is in {path.parent.name}/")
@@ -212,6 +214,13 @@ def subcategories(root: Path | None = None) -> dict[str, dict[str, str]]:
                 raise TaskFileError(f"{path}: must map each sub-category name to a one-line description")
             result[pattern] = data
     return result
+
+
+def task_ids(root: Path | None = None) -> list[str]:
+    """The ids of the shipped tasks from their file names alone (cheap: nothing is parsed)."""
+    root = root or tasks_dir()
+    return sorted(p.stem for pattern in PATTERNS for p in (root / pattern).glob("*.yaml")
+                  if not p.name.startswith("_"))
 
 
 def get_task(task_id: str) -> Task:

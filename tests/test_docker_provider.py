@@ -225,9 +225,12 @@ def test_a_killed_owner_is_swept_by_the_next_run(desktop_image, engine, tmp_path
         assert proc.stdout.readline().startswith("READY")
         proc.kill()  # SIGKILL: no atexit, no handler
         proc.wait(10)
-        assert len(_ours(engine, proc.pid)) == 1
+        left = _ours(engine, proc.pid)
+        assert len(left) == 1
+        folder = Path(left[0]["Labels"]["blindact.socket_folder"])
+        assert folder.is_dir()
         assert cleanup_containers(client=engine, stale_only=True) >= 1
-        assert _ours(engine, proc.pid) == []
+        assert _ours(engine, proc.pid) == [] and not folder.exists()
     finally:
         if proc.poll() is None:
             proc.kill()

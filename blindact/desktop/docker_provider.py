@@ -43,6 +43,8 @@ _SOCKET_NAME = "controller.sock"
 _LABEL_HOST = "blindact.host"
 _LABEL_PID = "blindact.owner_pid"
 _LABEL_PID_START = "blindact.owner_start"
+_LABEL_FOLDER = "blindact.socket_folder"
+_FOLDER_PREFIX = "blindact-ctl-"
 
 
 class DockerUnavailable(DesktopError):
@@ -144,8 +146,10 @@ def cleanup_containers(*, client=None, stale_only: bool = False) -> int:
             continue
         if _remove_container(client, c["Id"]):
             removed += 1
-        folder = _registry.pop(c["Id"], None)
-        if folder:
+        _registry.pop(c["Id"], None)
+        folder = (c.get("Labels") or {}).get(_LABEL_FOLDER, "")
+        # only ever a folder this module made (a dead owner could not remove its own)
+        if Path(folder).name.startswith(_FOLDER_PREFIX) and Path(folder).is_dir():
             shutil.rmtree(folder, ignore_errors=True)
     return removed
 
@@ -277,7 +281,7 @@ class DockerDesktop:
             raise DockerUnavailable(f"desktop image {self.image!r} not found; build it with `blindact image build`") from None
         # tmpfs where there is one: screenshots pass through this folder as files
         shm = Path("/dev/shm")
-        private = Path(tempfile.mkdtemp(prefix="blindact-ctl-", dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None))
+        private = Path(tempfile.mkdtemp(prefix=_FOLDER_PREFIX, dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None))
         folder = private / "sock"
         folder.mkdir()
         folder.chmod(0o777)  # the container's unprivileged user creates the socket here
@@ -287,7 +291,7 @@ class DockerDesktop:
             command=["--uds", f"{CONTAINER_SOCKET_DIR}/{_SOCKET_NAME}", "--root", CONTAINER_DESKTOP_ROOT,
                      "--width", str(self.width), "--height", str(self.height)],
             name=f"blindact-desktop-{uuid.uuid4().hex[:10]}",
-            labels=_owner_labels(),
+            labels={**_owner_labels(), _LABEL_FOLDER: str(private)},
             detach=True,
             init=True,  # reaps the apps' orphans; the server is not a good pid 1
             network_mode=self.network,

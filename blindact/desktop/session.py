@@ -33,7 +33,7 @@ _BROWSER_FLAGS = [
     "--disable-component-update", "--disable-sync", "--force-renderer-accessibility",
     "--no-default-browser-check", "--password-store=basic", "--disable-features=Translate,MediaRouter",
     "--disable-session-crashed-bubble", "--hide-crash-restore-bubble", "--noerrdialogs",
-    "--test-type",  # hides the "unsupported command-line flag" infobar that --no-sandbox shows
+    "--test-type", "--disable-smooth-scrolling",  # hides the "unsupported command-line flag" infobar that --no-sandbox shows
 ]
 _WINDOW_CLASSES = {"browser": "chromium", "terminal": "xterm", "editor": "mousepad", "files": "thunar"}
 _APP_BINARIES = {"browser": "chromium", "terminal": "xterm", "editor": "mousepad", "files": "thunar"}
@@ -223,12 +223,22 @@ class DesktopSession:
                      3, "the closed apps' windows to go", interval=0.05)
 
     def _wipe_home(self) -> None:
-        for child in self.layout.home.iterdir():
-            if child.is_dir() and not child.is_symlink():
-                _make_writable(child)
-                shutil.rmtree(child)
-            else:
-                child.unlink()
+        # an app may still be writing (a cache, a lock) while we wipe: files vanishing under us are
+        # fine, anything left behind is retried, and a home that will not empty is an error
+        for _ in range(3):
+            for child in list(self.layout.home.iterdir()):
+                try:
+                    if child.is_dir() and not child.is_symlink():
+                        _make_writable(child)
+                        shutil.rmtree(child, onerror=_ignore_vanished)
+                    else:
+                        child.unlink(missing_ok=True)
+                except FileNotFoundError:
+                    continue
+            if not any(self.layout.home.iterdir()):
+                return
+        raise SetupError(f"could not empty the sandbox home {self.layout.home}: "
+                         f"{', '.join(p.name for p in self.layout.home.iterdir())} remain")
 
     def _write_files(self, step: FilesStep) -> None:
         home = self.layout.home
@@ -349,8 +359,12 @@ class DesktopSession:
             raise ActionError(f"{action.type} ends the episode; it is not performed on the desktop")
         self.check_alive()
         self.controller.execute(action)
+        self._last_action = action.type
 
-    def settle(self, max_wait: float = 1.5, quiet: float = 0.05) -> float:
+    def settle(self, max_wait: float = 1.5, quiet: float | None = None) -> float:
+        if quiet is None:
+            # a page may keep scrolling (or lazily paint what scrolled in) with pauses between frames
+            quiet = 0.15 if getattr(self, "_last_action", "") == "scroll" else 0.05
         waited, self._last_frame = self.controller.settle(max_wait=max_wait, quiet=quiet)
         return waited
 
@@ -368,6 +382,9 @@ class DesktopSession:
         from blindact.desktop.tree_text import window_line
 
         deadline = time.monotonic() + wait_loaded
+        # after a scroll, Chromium reports new positions to AT-SPI a little after it paints them:
+        # read until two snapshots agree, so a point taken from the tree hits what the screen shows
+        previous = None if getattr(self, "_last_action", "") == "scroll" else ""
         while True:
             try:
                 nodes = self._a11y_reader().snapshot()
@@ -376,11 +393,17 @@ class DesktopSession:
                 lines = [window_line(w) for w in self.controller.windows()]
                 return "\n".join([*lines, f"(accessibility tree unavailable: {exc})"])
             loading = any(n.role == "document web" and "busy" in n.states for n in nodes)
-            if not loading or time.monotonic() > deadline:
+            text = serialize(nodes)
+            if time.monotonic() > deadline or (not loading and (previous == "" or text == previous)):
                 break
-            self.settle(max_wait=0.5)
+            if previous != "":
+                previous = text
+                time.sleep(0.08)
+            if loading:
+                self.settle(max_wait=0.5)
+        self._last_action = ""
         lines = [window_line(w) for w in self.controller.windows()]
-        return "\n".join([*lines, serialize(nodes)])
+        return "\n".join([*lines, text])
 
     def run_checks(self, checks: list[dict]) -> list[CheckResult]:
         return state_checks.evaluate(checks, self.layout.home, self.store)
@@ -396,12 +419,18 @@ def _listening(tcp_table: str, port: int) -> bool:
         return False
 
 
+def _ignore_vanished(func, path, exc_info) -> None:
+    if not isinstance(exc_info[1], FileNotFoundError):
+        raise exc_info[1]
+
+
 def _make_writable(path: Path) -> None:
     # an agent may chmod 000 a folder; the reset must still be able to remove it
-    os.chmod(path, 0o755)
-    for dirpath, dirnames, _ in os.walk(path):
-        for name in dirnames:
-            os.chmod(os.path.join(dirpath, name), 0o755)
+    for target in [str(path), *(os.path.join(d, n) for d, names, _ in os.walk(path) for n in names)]:
+        try:
+            os.chmod(target, 0o755)
+        except FileNotFoundError:
+            pass
 
 
 def _shell_quote(text: str) -> str:
