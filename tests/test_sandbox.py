@@ -132,6 +132,18 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _pids_with(text: str) -> list[int]:
-    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
-    return [int(line.split(None, 1)[0]) for line in out.splitlines() if text in line]
+def _pids_with(root: str) -> list[int]:
+    """Processes running in (cwd) or naming (command line) the desktop's folder."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        if (cwd.startswith(root) or root in cmdline) and _alive(int(entry)):
+            found.append(int(entry))
+    return found

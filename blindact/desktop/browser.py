@@ -64,6 +64,16 @@ class CDPPipe:
 
     def call(self, method: str, params: dict | None = None, session_id: str | None = None,
              timeout: float = 10.0) -> dict:
+        return self.result(self.send(method, params, session_id), method, timeout)
+
+    def result(self, future: Future, method: str, timeout: float = 10.0) -> dict:
+        reply = future.result(timeout)
+        if "error" in reply:
+            raise CDPError(f"{method}: {reply['error'].get('message', reply['error'])}")
+        return reply.get("result", {})
+
+    def send(self, method: str, params: dict | None = None, session_id: str | None = None) -> Future:
+        """Send a command without waiting; the future holds the raw reply."""
         if self._closed:
             raise CDPError("the browser's DevTools pipe is closed")
         with self._lock:
@@ -79,10 +89,7 @@ class CDPPipe:
             except OSError as exc:
                 self._pending.pop(msg_id, None)
                 raise CDPError(f"cannot write to the browser's DevTools pipe: {exc}") from exc
-        reply = future.result(timeout)
-        if "error" in reply:
-            raise CDPError(f"{method}: {reply['error'].get('message', reply['error'])}")
-        return reply.get("result", {})
+        return future
 
     def close(self) -> None:
         for f in (self._write, self._read):
@@ -114,10 +121,13 @@ class Browser:
             old = [self.cdp.call("Target.createTarget", {"url": "about:blank", "newWindow": True})["targetId"]]
         # site data can only be cleared from a page session, not from the browser target
         session = self.cdp.call("Target.attachToTarget", {"targetId": old[0], "flatten": True})["sessionId"]
-        self.cdp.call("Storage.clearCookies")
-        for origin in APP_ORIGINS:
-            self.cdp.call("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": _SITE_DATA}, session)
-        self.cdp.call("Network.clearBrowserCache", session_id=session)
+        # sent together, answered together: one round trip instead of ten
+        pending = [("Storage.clearCookies", self.cdp.send("Storage.clearCookies"))]
+        pending += [("Storage.clearDataForOrigin", self.cdp.send(
+            "Storage.clearDataForOrigin", {"origin": origin, "storageTypes": _SITE_DATA}, session)) for origin in APP_ORIGINS]
+        pending.append(("Network.clearBrowserCache", self.cdp.send("Network.clearBrowserCache", None, session)))
+        for method, future in pending:
+            self.cdp.result(future, method)
         self.cdp.call("Target.detachFromTarget", {"sessionId": session})
         self.cdp.call("Target.createTarget", {"url": url, "newWindow": True})
         for target in old:

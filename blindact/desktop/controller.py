@@ -16,6 +16,7 @@ from Xlib import X, XK, Xatom
 from Xlib import display as xdisplay
 from Xlib.error import XError
 from Xlib.ext import xtest
+from Xlib.protocol import event
 
 from blindact.actions import (
     Action,
@@ -265,6 +266,15 @@ class Controller:
                     "focused": int(wid) == active_id,
                 })
             return result
+
+    def activate(self, window_id: int) -> None:
+        """Ask the window manager to raise and focus a window (EWMH _NET_ACTIVE_WINDOW)."""
+        with self._lock:
+            win = self._x.create_resource_object("window", window_id)
+            message = event.ClientMessage(window=win, client_type=self._atom("_NET_ACTIVE_WINDOW"),
+                                          data=(32, [2, X.CurrentTime, 0, 0, 0]))
+            self._root.send_event(message, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
+            self._x.sync()
 
     def root_property(self, name: str) -> str | None:
         with self._lock:

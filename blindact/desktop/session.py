@@ -193,14 +193,19 @@ class DesktopSession:
                 raise SetupError("this desktop runs no web apps, but the task seeds " + ", ".join(seeds))
             phases["apps_state"] = time.perf_counter() - t
             t = time.perf_counter()
-            for step in steps:
+            batch: list = []
+            for step in [*steps, None]:
+                if isinstance(step, LaunchStep):
+                    batch.append(step.launch)
+                    continue
+                if batch:
+                    self._launch_all(batch)
+                    batch = []
                 if isinstance(step, RunStep):
                     self._run(step)
-                elif isinstance(step, LaunchStep):
-                    self._launch(step.launch)
             phases["launch"] = time.perf_counter() - t
             t = time.perf_counter()
-            self.settle(max_wait=3.0, quiet=0.15)
+            self.settle(max_wait=3.0, quiet=0.1)
             phases["settle"] = time.perf_counter() - t
         return ResetTiming(time.perf_counter() - t0, phases)
 
@@ -262,7 +267,17 @@ class DesktopSession:
         if proc.popen.returncode != 0:
             raise SetupError(f"setup command failed (exit {proc.popen.returncode}): {step.run!r}\n{proc.log_tail()}")
 
-    def _launch(self, launch) -> None:
+    def _launch_all(self, launches: list) -> None:
+        """Start apps together (each start is mostly waiting for its window), then wait for all of
+        them, and bring the last one to the front as if it had been opened last."""
+        started = [self._launch(launch) for launch in launches]
+        windows = [self._await_window(*item) for item in started]
+        if len(windows) > 1:
+            self.controller.activate(windows[-1])
+            wait_for(lambda: any(w["id"] == windows[-1] and w["focused"] for w in self.controller.windows()),
+                     5, f"the window of {_APP_LABELS[launches[-1].app]} to come to the front", interval=0.02)
+
+    def _launch(self, launch) -> tuple:
         binary = _APP_BINARIES[launch.app]
         if shutil.which(binary) is None:
             raise SetupError(f"{_APP_LABELS[launch.app]} is not installed ({binary}); run `make deps`")
@@ -284,12 +299,21 @@ class DesktopSession:
             argv = ["thunar", str(home / (launch.cwd or ""))]
             proc = self.sandbox.spawn("files", argv)
         self._apps[launch.app] = proc
+        return launch, proc, before
+
+    def _await_window(self, launch, proc: Proc, before: set[int]) -> int:
         wanted = _WINDOW_CLASSES[launch.app]
-        wait_for(lambda: any(w["class"].lower() == wanted and w["id"] not in before
-                             for w in self.controller.windows()), 20,
-                 f"the window of {_APP_LABELS[launch.app]}", proc, interval=0.1)
+
+        def new_window() -> int | None:
+            return next((w["id"] for w in self.controller.windows()
+                         if w["class"].lower() == wanted and w["id"] not in before), None)
+
+        window = wait_for(new_window, 20, f"the window of {_APP_LABELS[launch.app]}", proc, interval=0.1)
         if launch.app == "browser" and launch.url and not launch.url.startswith("about:"):
             wait_for(self._page_loaded, 20, f"the page {launch.url} to load", proc, interval=0.05)
+            # a new browser opens on a blank window that the page's own window then replaces
+            window = wait_for(new_window, 5, f"the window of {_APP_LABELS[launch.app]}", proc, interval=0.05)
+        return window
 
     def _open_browser(self, url: str) -> Proc:
         if self._browser is not None:
