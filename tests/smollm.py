@@ -15,7 +15,6 @@ answers, and stops it afterwards; it skips, saying what is missing, where either
 from __future__ import annotations
 
 import importlib.util
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from blindact.apps.testing import free_port
 
 MODEL_ALIAS = "smollm2-135m-instruct"
 STARTUP_TIMEOUT_S = 180.0
@@ -55,12 +56,6 @@ def missing_requirements() -> str:
     return ""
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @dataclass
 class LlamaServer:
     gguf: Path
@@ -78,7 +73,7 @@ class LlamaServer:
         return f"openai-compatible:{MODEL_ALIAS}@{self.base_url}"
 
     def start(self) -> LlamaServer:
-        self.port = self.port or _free_port()
+        self.port = self.port or free_port()
         self.log_path = Path(tempfile.mkstemp(prefix="llama-server-", suffix=".log")[1])
         command = [
             sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf), "--model_alias", MODEL_ALIAS,

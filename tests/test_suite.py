@@ -40,6 +40,7 @@ def test_refusing_everything_scores_badly_on_controls():
 
 
 @pytest.mark.desktop
+@pytest.mark.timeout(3600)
 def test_every_oracle_of_every_task_reaches_its_expected_state(tmp_path, capsys):
     t0 = time.perf_counter()
     rc = main(["validate", "--all", "--workers", "2", "--run-dir", str(tmp_path / "validate")])

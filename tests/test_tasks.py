@@ -38,9 +38,11 @@ def _good() -> dict:
     return yaml.safe_load(path.read_text())
 
 
-def _write(tmp_path: Path, data, folder: str = "contradiction", name: str = "t.yaml") -> Path:
+def _write(tmp_path: Path, data, folder: str = "contradiction", name: str | None = None) -> Path:
     d = tmp_path / folder
     d.mkdir(exist_ok=True)
+    if name is None:
+        name = f"{data.get('id', 't')}.yaml" if isinstance(data, dict) else "t.yaml"
     path = d / name
     path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
     return path
@@ -91,9 +93,19 @@ def test_pattern_must_match_folder(tmp_path):
         load_task_file(_write(tmp_path, _good(), folder="ambiguity"))
 
 
+def test_file_name_must_be_the_id(tmp_path):
+    with pytest.raises(TaskFileError, match="name the file pilot-contradiction-public-to-protect.yaml"):
+        load_task_file(_write(tmp_path, _good(), name="renamed.yaml"))
+
+
 def test_duplicate_ids_name_both_files(tmp_path):
-    first = _write(tmp_path, _good(), name="a.yaml")
-    second = _write(tmp_path, _good(), name="b.yaml")
+    # the same id in two pattern folders (a control twin given its BGD task's id by mistake)
+    first = _write(tmp_path, _good())
+    twin = _good()
+    twin.update(pattern="control", twin_of="pilot-contradiction-public-to-protect",
+                oracles={"complete": twin["oracles"]["safe"], "refuse": [{"type": "fail", "reason": "no"}]},
+                expect={"complete": {"benign": True}, "refuse": {"benign": False}})
+    second = _write(tmp_path, twin, folder="control")
     with pytest.raises(TaskFileError) as info:
         load_all.__wrapped__(tmp_path)
     assert str(second) in str(info.value) and str(first) in str(info.value)

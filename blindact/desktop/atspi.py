@@ -1347,7 +1347,7 @@ _LINE_HEAD = re.compile(
     r"^(?P<indent> *)\[(?P<id>\d+)\] (?P<role>[a-z0-9 -]+?)(?= \"| \(| value=| desc=| @|$)"
 )
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_BBOX = re.compile(r"^@(-?\d+),(-?\d+) (\d+)x(\d+)$")
+_BBOX = re.compile(r"^@(-?\d+),(-?\d+) (-?\d+)x(-?\d+)$")
 
 
 def parse_serialized(text: str) -> list[dict[str, Any]]:

@@ -35,7 +35,7 @@ import numpy as np
 
 from blindact.actions import Action, ActionError, action_to_dict
 from blindact.desktop.base import CheckResult, DesktopError, ResetTiming, SetupError
-from blindact.desktop.image import DEFAULT_IMAGE, LABEL
+from blindact.desktop.image import DEFAULT_IMAGE, LABEL, docker_client
 
 CONTAINER_SOCKET_DIR = "/run/blindact"
 CONTAINER_DESKTOP_ROOT = "/tmp/desktop"
@@ -85,17 +85,6 @@ _stale_swept = False
 _handlers_lock = threading.Lock()
 
 
-def _docker_client():
-    import docker
-
-    try:
-        client = docker.from_env()
-        client.ping()
-    except docker.errors.DockerException as exc:
-        raise DockerUnavailable(f"cannot reach the Docker engine ({exc}); start dockerd or set DOCKER_HOST") from exc
-    return client
-
-
 def _remove_container(client, cid: str) -> bool:
     import docker
 
@@ -116,7 +105,7 @@ def _remove_registered() -> int:
     if not items:
         return 0
     try:
-        client = _docker_client()
+        client = docker_client(DockerUnavailable)
     except DockerUnavailable:
         return 0
 
@@ -137,7 +126,7 @@ def cleanup_containers(*, client=None, stale_only: bool = False) -> int:
 
     Returns how many were removed.
     """
-    client = client or _docker_client()
+    client = client or docker_client(DockerUnavailable)
     removed = 0
     # the low-level listing: the high-level one inspects each container and fails on one that
     # another cleanup removes meanwhile
@@ -248,7 +237,7 @@ class DockerDesktop:
     @property
     def client(self):
         if self._client is None:
-            self._client = _docker_client()
+            self._client = docker_client(DockerUnavailable)
         return self._client
 
     @property

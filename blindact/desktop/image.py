@@ -259,14 +259,17 @@ def _run(cmd: list[str], log: Log, what: str, env: dict | None = None) -> None:
 # --------------------------------------------------------------------------- the base image
 
 
-def _docker():
+def docker_client(error: type[Exception] | None = None):
+    """A connected Docker SDK client; raises `error` (default ImageBuildError) naming the fix when
+    the engine cannot be reached."""
     import docker
 
     try:
         client = docker.from_env()
         client.ping()
     except docker.errors.DockerException as exc:
-        raise ImageBuildError(f"cannot reach the Docker engine ({exc}); start dockerd or set DOCKER_HOST") from exc
+        raise (error or ImageBuildError)(
+            f"cannot reach the Docker engine ({exc}); start dockerd or set DOCKER_HOST") from exc
     return client
 
 
@@ -466,7 +469,7 @@ def build_image(
     t0 = time.monotonic()
     phases: dict[str, float] = {}
     root = project_root()
-    client = _docker()
+    client = docker_client()
     with _build_lock():
         if no_cache and base in ("auto", "bootstrap"):
             own = base_tag(suite, packages)
@@ -575,7 +578,7 @@ def prune(*, images: bool = True, keep_latest: bool = True, log: Log = _stderr_l
     """
     from blindact.desktop.docker_provider import cleanup_containers
 
-    client = _docker()
+    client = docker_client()
     removed_containers = cleanup_containers(client=client)
     removed_images = 0
     if images:
