@@ -267,6 +267,13 @@ class Controller:
                 })
             return result
 
+    def set_background(self, rgb: int) -> None:
+        """Paint the desktop (the root window) one colour, as a desktop environment's wallpaper would."""
+        with self._lock:
+            self._root.change_attributes(background_pixel=rgb)
+            self._root.clear_area(0, 0, self.width, self.height)
+            self._x.sync()
+
     def activate(self, window_id: int) -> None:
         """Ask the window manager to raise and focus a window (EWMH _NET_ACTIVE_WINDOW)."""
         with self._lock:

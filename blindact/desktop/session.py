@@ -106,6 +106,7 @@ class DesktopSession:
             self._core["atspi"] = self.sandbox.spawn("atspi", ["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"])
             wait_for(lambda: self.controller.root_property("_NET_SUPPORTING_WM_CHECK"), 5,
                      "the window manager", self._core["wm"])
+            self.controller.set_background(0x3B4A5C)
             wait_for(lambda: self.controller.root_property("AT_SPI_BUS"), 5,
                      "the accessibility bus", self._core["atspi"])
         except BaseException:
