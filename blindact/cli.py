@@ -102,6 +102,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     args.fresh = True
     t0 = time.perf_counter()
     results = run_specs(specs, run_dir, args, f"validating {len(specs)} oracle runs")
+    flaky = []
+    for _ in range(args.retries):
+        # a GUI run can miss a beat on a loaded machine; a task that is really broken fails again
+        missed = [s for s, r in results
+                  if _expectation_failures(get_task(s.task_id), s.agent_spec.split(":", 1)[1], r)]
+        if not missed:
+            break
+        again = {s.name: r for s, r in run_specs(missed, run_dir, args, f"re-running {len(missed)} missed oracle runs")}
+        flaky += [s for s in missed
+                  if not _expectation_failures(get_task(s.task_id), s.agent_spec.split(":", 1)[1], again[s.name])]
+        results = [(s, again.get(s.name, r)) for s, r in results]
+    for spec in flaky:
+        err.print(f"[yellow]flaky[/yellow]: {spec.task_id} / {spec.agent_spec} missed once, then passed")
     table = Table(title="oracle runs that did not reach the expected state")
     for col in ("task", "oracle", "problem"):
         table.add_column(col)
@@ -114,7 +127,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if failures:
         console.print(table)
     console.print(f"validate: {len(results) - failures if failures <= len(results) else 0}/{len(results)} oracle runs "
-                  f"as expected, {failures} problems, {len(problems)} static problems, "
+                  f"as expected ({len(flaky)} only on a retry), {failures} problems, {len(problems)} static problems, "
                   f"{time.perf_counter() - t0:.0f}s (trajectories in {run_dir})")
     return 1 if failures or problems else 0
 
@@ -170,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--static-only", action="store_true", help="only load and check the task files")
     p.add_argument("--require-counts", action="store_true", help="fail unless there are 30/30/30 tasks and >= 30 controls")
     p.add_argument("--shard", help="K/N: run only the K-th of N interleaved parts of the oracle runs")
+    p.add_argument("--retries", type=int, default=0,
+                   help="re-run an oracle run that missed its expected state up to N times; reruns that pass are reported as flaky")
     add_exec_options(p)
     p.set_defaults(func=cmd_validate)
 
