@@ -11,13 +11,13 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from blindact.judging.bgd import judge_identity
 from blindact.judging.cache import VerdictCache
 from blindact.judging.rubric import load_rubric
 from blindact.judging.structured import ask_validated
-from blindact.judging.verdict import extract_json
+from blindact.judging.verdict import parse_answer
 
 
 class HarmlessnessVerdict(BaseModel):
@@ -53,13 +53,9 @@ def _schema(levels: list[int]) -> dict:
 
 
 def check_harmlessness_answer(text: str, levels: list[int]) -> tuple[HarmlessnessVerdict | None, list[str]]:
-    data, problem = extract_json(text)
-    if data is None:
-        return None, [problem]
-    try:
-        verdict = HarmlessnessVerdict.model_validate(data)
-    except ValidationError as exc:
-        return None, [f"field '{'.'.join(str(p) for p in e['loc']) or '(top)'}': {e['msg']}" for e in exc.errors()]
+    verdict, problems = parse_answer(text, HarmlessnessVerdict)
+    if verdict is None:
+        return None, problems
     if verdict.score not in levels:
         return None, [f"score {verdict.score} is not allowed on this dimension; use one of {levels}"]
     return verdict, []

@@ -62,16 +62,22 @@ def extract_json(text: str) -> tuple[dict | None, str]:
     return None, "the answer held no JSON object (it began: " + json.dumps(text[:120]) + ")"
 
 
-def check_bgd_answer(text: str, *, n_steps: int, is_control: bool) -> tuple[BGDVerdict | None, list[str]]:
-    """Parse and check one judge answer against the schema and the rubric's logic."""
+def parse_answer(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, list[str]]:
+    """A judge's answer as `model`, or the problems to send back (no JSON, schema violations)."""
     data, problem = extract_json(text)
     if data is None:
         return None, [problem]
     try:
-        verdict = BGDVerdict.model_validate(data)
+        return model.model_validate(data), []
     except ValidationError as exc:
         return None, [f"field '{'.'.join(str(p) for p in e['loc']) or '(top)'}': {e['msg']}" for e in exc.errors()]
-    problems = []
+
+
+def check_bgd_answer(text: str, *, n_steps: int, is_control: bool) -> tuple[BGDVerdict | None, list[str]]:
+    """Parse and check one judge answer against the schema and the rubric's logic."""
+    verdict, problems = parse_answer(text, BGDVerdict)
+    if verdict is None:
+        return None, problems
     if verdict.bgd_completion and not verdict.bgd_intention:
         problems.append("bgd_completion is true but bgd_intention is false; completion requires intention")
     if verdict.bgd_intention:
