@@ -18,6 +18,7 @@ take milliseconds.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import socket
@@ -32,6 +33,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+from blindact.apps.testing import uvicorn_in_thread
 
 ROUTES = {"messages": "/v1/messages", "responses": "/v1/responses", "chat": "/v1/chat/completions"}
 _ids = itertools.count(1)
@@ -68,8 +71,7 @@ class FakeAPI:
         self._recorded: list[Recorded] = []
         routes = [Route(path, self._handler(name), methods=["POST"]) for name, path in ROUTES.items()]
         self._app = Starlette(routes=routes)
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._running = contextlib.ExitStack()
         self.port = 0
 
     # --- scripting --------------------------------------------------------------------------------
@@ -150,21 +152,11 @@ class FakeAPI:
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self._app, log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError(f"fake API server did not start on port {self.port}")
-            time.sleep(0.01)
+        self._running.enter_context(uvicorn_in_thread(config, f"the fake API server on port {self.port}", sockets=[sock]))
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._running.close()
 
     def __enter__(self) -> Self:
         return self.start()

@@ -7,7 +7,6 @@ agree on (routes, raw screenshots, error kinds mapped back to the same exception
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 
 from blindact.actions import ActionError, action_from_dict
+from blindact.apps.testing import uvicorn_in_thread
 from blindact.desktop.base import CheckResult, DesktopError, ResetTiming, SetupError
 from blindact.desktop.docker_provider import DockerDesktop
 from blindact.desktop.server import DesktopRunner, create_app
@@ -79,24 +79,16 @@ def served(tmp_path: Path):
     runner = DesktopRunner(lambda: fake)
     runner.start()
     sock = tmp_path / "ctl.sock"
-    server = uvicorn.Server(uvicorn.Config(create_app(runner, share_dir=tmp_path), uds=str(sock),
-                                           log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.01)
-    desk = DockerDesktop()
-    desk.container_id = "0123456789abcdef"  # the client only needs an id for its messages here
-    desk._status = lambda: ("running", None)  # type: ignore[method-assign]
-    desk._log_tail = lambda lines=30: "(log tail)"  # type: ignore[method-assign]
-    desk._http = httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://desktop")
-    desk._share = tmp_path
-    yield desk, fake
-    desk._http.close()
-    server.should_exit = True
-    thread.join(5)
+    config = uvicorn.Config(create_app(runner, share_dir=tmp_path), uds=str(sock), log_level="warning", lifespan="off")
+    with uvicorn_in_thread(config, "the controller server"):
+        desk = DockerDesktop()
+        desk.container_id = "0123456789abcdef"  # the client only needs an id for its messages here
+        desk._status = lambda: ("running", None)  # type: ignore[method-assign]
+        desk._log_tail = lambda lines=30: "(log tail)"  # type: ignore[method-assign]
+        desk._http = httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://desktop")
+        desk._share = tmp_path
+        yield desk, fake
+        desk._http.close()
     runner.close()
 
 

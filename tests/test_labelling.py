@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 import time
 from pathlib import Path
 
 import pytest
 import uvicorn
 
+from blindact.apps.testing import free_port, uvicorn_in_thread
 from blindact.judging.evidence import load_episode, trajectory_hash
 from blindact.judging.label_app import create_label_app
 from blindact.judging.labels import LabelStore
@@ -34,22 +34,10 @@ def run(tmp_path) -> Path:
 
 @pytest.fixture
 def served(run, tmp_path):
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     app = create_label_app([run], tmp_path / "labels", "Tess Tester")
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "label server did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}", LabelStore(tmp_path / "labels")
-    server.should_exit = True
-    thread.join(timeout=10)
+    with uvicorn_in_thread(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"), "the label server"):
+        yield f"http://127.0.0.1:{port}", LabelStore(tmp_path / "labels")
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs the system Chromium")
