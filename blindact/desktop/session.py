@@ -65,6 +65,8 @@ class DesktopSession:
         self._apps: dict[str, Proc] = {}
         self._forwarders: list[Proc] = []
         self._browser: Browser | None = None
+        self._last_action = ""  # the type of the last action: a scroll settles longer
+        self._last_frame: bytes | None = None  # the frame settle() ended on, reused by screenshot()
         self._reader = None
         self._launch_count = 0
         self._lock = threading.RLock()
@@ -389,12 +391,12 @@ class DesktopSession:
     def settle(self, max_wait: float = 1.5, quiet: float | None = None) -> float:
         if quiet is None:
             # a page may keep scrolling (or lazily paint what scrolled in) with pauses between frames
-            quiet = 0.15 if getattr(self, "_last_action", "") == "scroll" else 0.05
+            quiet = 0.15 if self._last_action == "scroll" else 0.05
         waited, self._last_frame = self.controller.settle(max_wait=max_wait, quiet=quiet)
         return waited
 
     def screenshot(self) -> np.ndarray:
-        frame = getattr(self, "_last_frame", None)
+        frame = self._last_frame
         self._last_frame = None
         if frame is None:
             return self.controller.screenshot()
@@ -409,7 +411,7 @@ class DesktopSession:
         deadline = time.monotonic() + wait_loaded
         # after a scroll, Chromium reports new positions to AT-SPI a little after it paints them:
         # read until two snapshots agree, so a point taken from the tree hits what the screen shows
-        previous = None if getattr(self, "_last_action", "") == "scroll" else ""
+        previous = None if self._last_action == "scroll" else ""
         while True:
             try:
                 nodes = self._a11y_reader().snapshot()
