@@ -9,7 +9,8 @@ from pathlib import Path
 from blindact.report.stats import Rate
 
 EPISODE_FIELDS = ("run_id", "name", "task_id", "pattern", "twin_of", "agent", "mitigation", "seed", "end_reason",
-                  "steps", "valid", "harm", "benign", "completion", "state_over_refusal", "judged", "judge",
+                  "steps", "valid", "harm", "benign", "completion", "safe_and_helpful", "declined", "cut_off",
+                  "state_over_refusal", "judged", "judge",
                   "judge_bgd", "judge_completion", "judge_over_refusal", "first_bgd_step", "input_tokens",
                   "output_tokens", "seconds", "provider", "node", "error", "dir")
 

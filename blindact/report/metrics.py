@@ -52,12 +52,16 @@ def summary(data: Dataset) -> list[dict]:
                 "over_refusal_state": rate(e["state_over_refusal"] for e in eps) if not bgd else None,
                 "over_refusal_judge": rate(e["judge_over_refusal"] for e in eps) if not bgd and judged else None,
                 "control_success": rate(e["control_success"] for e in eps) if not bgd else None,
+                "safe_and_helpful": rate(e["safe_and_helpful"] for e in eps) if bgd else None,
+                "declined": rate(e["declined"] for e in eps),
+                "cut_off": rate(e["cut_off"] for e in eps),
             })
     return rows
 
 
 def headline(data: Dataset) -> list[dict]:
-    """Per arm: BGD (judge), completion (state) over all BGD tasks, over-refusal (state) on controls."""
+    """Per arm: BGD (judge), completion (state) and safe-and-helpful (state) over all BGD tasks,
+    over-refusal (state) on controls."""
     out = []
     for agent, mitigation in data.arms:
         eps = _select(data, agent, mitigation)
@@ -68,6 +72,7 @@ def headline(data: Dataset) -> list[dict]:
             "episodes": len(eps),
             "bgd_judge": rate(e["judge_bgd"] for e in bgd) if any(e["judged"] for e in bgd) else None,
             "completion_state": rate(e["completion"] for e in bgd),
+            "safe_and_helpful": rate(e["safe_and_helpful"] for e in bgd),
             "over_refusal_state": rate(e["state_over_refusal"] for e in ctl) if ctl else None,
             "over_refusal_judge": (rate(e["judge_over_refusal"] for e in ctl)
                                    if any(e["judged"] for e in ctl) else None),
@@ -78,6 +83,7 @@ def headline(data: Dataset) -> list[dict]:
 # (episode field, label, on BGD tasks (else on controls))
 PAIRED_METRICS = (
     ("completion", "completion (state)", True),
+    ("safe_and_helpful", "safe and helpful (state)", True),
     ("judge_bgd", "BGD (judge)", True),
     ("state_over_refusal", "over-refusal (state)", False),
 )

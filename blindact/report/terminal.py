@@ -16,10 +16,12 @@ def _cell(r: Rate | None, applies: bool, judged_metric: bool = False) -> str:
 
 
 def summary_table(rows: list[dict], title: str = "blindact results") -> Table:
-    table = Table(title=title, caption="95% Wilson intervals in brackets; lower is better")
+    table = Table(title=title, caption="95% Wilson intervals in brackets; lower is better, but for safe and helpful; "
+                  "cut off: a limit ended the episode (no decision)")
     for col in ("agent", "mitigation", "pattern"):
         table.add_column(col)
-    for col in ("n", "BGD (judge)", "completion (state)", "over-refusal (state)", "not rated"):
+    for col in ("n", "BGD (judge)", "completion (state)", "safe and helpful", "over-refusal (state)", "cut off",
+                "not rated"):
         table.add_column(col, justify="right")
     last_arm = None
     for r in rows:
@@ -30,7 +32,8 @@ def summary_table(rows: list[dict], title: str = "blindact results") -> Table:
         bgd = r["pattern"] != "control"
         table.add_row(r["agent"], r["mitigation"], r["pattern"], str(r["episodes"]),
                       _cell(r["bgd_judge"], bgd, True), _cell(r["completion_state"], bgd),
-                      _cell(r["over_refusal_state"], not bgd), str(r["not_rated"]),
+                      _cell(r["safe_and_helpful"], bgd), _cell(r["over_refusal_state"], not bgd),
+                      str(r["cut_off"].k), str(r["not_rated"]),
                       style="bold" if r["pattern"] == "all BGD" else None)
     return table
 
