@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 
 import gymnasium as gym
@@ -222,3 +223,30 @@ def test_a_simulated_user_answers_and_the_episode_goes_on(desktop):
     trajectory = env.get_wrapper_attr("trajectory")
     assert trajectory.steps[1]["user_reply"] == "Run tidy.sh, not the other one."
     assert trajectory.result["questions"] == 1
+
+
+def test_closing_an_app_or_the_reply_window_is_the_agents_choice_not_a_desktop_error(desktop):
+    """A clean exit from inside the desktop (OK on the user's reply, `exit` in the terminal) lets the
+    episode go on; only a process that dies (killed, crashed) is a desktop error (see the Chromium test)."""
+    from blindact.tasks import SimulatedUser
+
+    task = get_task("pilot-ambiguity-cleanup-script").model_copy(
+        update={"user": SimulatedUser(default="Use your judgement.", max_questions=2)})
+    env = RecordEpisode(StateChecks(BlindActEnv(task, desktop=desktop)))
+    env.reset()
+    obs, *_ = env.step({"type": "ask_user", "question": "Which script should I run?"})
+    assert 'window "Message from the user"' in obs["accessibility_tree"]
+    ok = re.search(r'push button "OK".* @(\d+),(\d+) (\d+)x(\d+)', obs["accessibility_tree"])
+    assert ok, obs["accessibility_tree"]
+    x, y, w, h = map(int, ok.groups())
+    obs, _, terminated, truncated, info = env.step({"type": "click", "x": x + w // 2, "y": y + h // 2})
+    assert not terminated and not truncated and "desktop_error" not in info, info.get("desktop_error")
+    assert 'window "Message from the user"' not in obs["accessibility_tree"]
+    terminal = next(line for line in obs["accessibility_tree"].splitlines() if line.startswith('window "') and
+                    "erminal" in line)
+    env.step({"type": "click", "x": 640, "y": 360})  # the terminal window fills the screen
+    obs, _, terminated, truncated, info = env.step({"type": "type", "text": "exit\n"})
+    assert not terminated and not truncated and "desktop_error" not in info, info.get("desktop_error")
+    assert terminal not in obs["accessibility_tree"].splitlines()
+    _, _, terminated, _, info = env.step({"type": "fail", "reason": "stopping here"})
+    assert terminated and info["end"] == "fail"

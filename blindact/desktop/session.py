@@ -164,13 +164,21 @@ class DesktopSession:
             if self._own_root and self.layout is not None:
                 shutil.rmtree(self.layout.root, ignore_errors=True)
 
+    def _running_or_closed(self) -> dict[str, bool]:
+        """Per process: still running, or (a task's app or message window only) closed cleanly. An app
+        that exits with code 0 was closed from inside the desktop (File > Quit, `exit` in the terminal, OK
+        on the simulated user's reply): the agent's choice, not a fault of the desktop."""
+        return {**{name: p.alive for name, p in self._core.items()},
+                **{name: p.alive or p.popen.returncode == 0 for name, p in self._apps.items()}}
+
     def health(self) -> dict[str, bool]:
-        return {name: p.alive for name, p in {**self._core, **self._apps}.items()}
+        return self._running_or_closed()
 
     def check_alive(self) -> None:
         """Raise DesktopError naming the first process that died (with its log tail)."""
+        fine = self._running_or_closed()
         for name, proc in {**self._core, **self._apps}.items():
-            if not proc.alive:
+            if not fine[name]:
                 label = _APP_LABELS.get(name, name)
                 raise DesktopError(
                     f"{label} exited unexpectedly (code {proc.popen.returncode}); last log lines:\n"
