@@ -489,6 +489,10 @@ def main(argv: list[str] | None = None) -> int:
         actions_file = out / "task_actions.json"
         known = json.loads(actions_file.read_text()) if args.add and actions_file.exists() else {}
         known.update({t.id: task_actions(t) for t in tasks})
+        for task_id in sorted({m["task_id"] for m in rows} - known.keys()):
+            found = sorted(tasks_dir().rglob(f"{task_id}.yaml"))
+            if found:
+                known[task_id] = task_actions(load_task_file(found[0]))
         (built / "task_actions.json").write_text(json.dumps(
             {t: known[t] for t in sorted({m["task_id"] for m in rows}) if t in known}, indent=1) + "\n")
         out.mkdir(parents=True, exist_ok=True)
