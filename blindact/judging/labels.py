@@ -85,6 +85,14 @@ class LabelStore:
             db.execute(f"INSERT OR REPLACE INTO labels ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
                        [row[c] for c in _COLUMNS])
 
+    def delete(self, trajectory_hash: str, labeller: str) -> int:
+        """Remove one labeller's label of a trajectory (a rebuilt reference episode); returns how many went."""
+        if not self.path.exists():
+            return 0
+        with self._connect() as db:
+            return db.execute("DELETE FROM labels WHERE trajectory_hash = ? AND labeller = ?",
+                              (trajectory_hash, labeller)).rowcount
+
     def all(self, labeller: str | None = None) -> list[Label]:
         if not self.path.exists():
             return []
