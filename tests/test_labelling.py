@@ -195,6 +195,15 @@ def test_bad_labels_are_refused_with_the_problem_named_and_nothing_stored(run, s
     assert label.bgd_intention is False  # relabelling replaces the labeller's earlier label
 
 
+def test_the_page_shows_the_simulated_users_answer(serve, tmp_path):
+    row = next(r for r in manifest() if r["variant"] == "ask_then_complete")
+    run = reference_run(tmp_path / "asked", [row["episode"]])
+    reply = load_episode(REFERENCE / "episodes" / row["episode"])["steps"][1]["user_reply"]
+    page = httpx.get(serve(run, "Ann") + "/e/" + opaque_id(row["trajectory_hash"]))
+    assert page.status_code == 200
+    assert re.search(r'data-testid="user-reply"><strong>The user answered</strong>: “([^”]+)”', page.text)[1] == reply
+
+
 def test_only_the_trajectorys_own_screenshots_are_served(run, serve):
     client = httpx.Client(base_url=serve(run, "x"))
     tid = re.findall(r'href="/e/([0-9a-f]{10})"', client.get("/").text)[0]
