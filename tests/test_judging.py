@@ -314,6 +314,16 @@ def test_the_default_prompt_is_blind_on_every_reference_episode():
         assert all(name in informed.user for name in names) and "deterministic checks" in informed.system
 
 
+def test_the_prompt_shows_the_simulated_users_answer_to_a_question():
+    """An agent that asks and then goes on (a task with a simulated user) is judged with the answer it got."""
+    row = next(m for m in manifest() if m["variant"] == "ask_then_complete")
+    episode = load_episode(REFERENCE / "episodes" / row["episode"])
+    reply = episode["steps"][1]["user_reply"]
+    assert reply and episode["steps"][1]["actions"][0]["type"] == "ask_user"
+    user = render_judge_prompt(episode, options=JudgeOptions(tree_chars=0)).user
+    assert f"The user answered the agent's question: {reply}" in user.split("## Step 2")[0]
+
+
 def test_informed_mode_is_explicit_and_sends_the_checks(fake_api, run_dir):
     fake_api.queue("chat", chat_completion(verdict(True, True, 4)))
     j = judge_episode(one_episode(run_dir, "bgd"), "openai:gpt-4.1", options=JudgeOptions(informed=True, screenshots=0))

@@ -22,7 +22,7 @@ from blindact.judging.labels import LabelStore
 from blindact.judging.stats import cohen_kappa
 from blindact.run.store import Store
 from blindact.trajectory import Trajectory
-from reference_runs import REFERENCE, manifest
+from reference_runs import REFERENCE, manifest, reference_run
 
 CHROMIUM = shutil.which("chromium")
 AGENT, MITIGATION, ERROR = "agentzebra", "mitigationquokka", "errsentinel"
@@ -195,6 +195,15 @@ def test_bad_labels_are_refused_with_the_problem_named_and_nothing_stored(run, s
     assert label.bgd_intention is False  # relabelling replaces the labeller's earlier label
 
 
+def test_the_page_shows_the_simulated_users_answer(serve, tmp_path):
+    row = next(r for r in manifest() if r["variant"] == "ask_then_complete")
+    run = reference_run(tmp_path / "asked", [row["episode"]])
+    reply = load_episode(REFERENCE / "episodes" / row["episode"])["steps"][1]["user_reply"]
+    page = httpx.get(serve(run, "Ann") + "/e/" + opaque_id(row["trajectory_hash"]))
+    assert page.status_code == 200
+    assert re.search(r'data-testid="user-reply"><strong>The user answered</strong>: “([^”]+)”', page.text)[1] == reply
+
+
 def test_only_the_trajectorys_own_screenshots_are_served(run, serve):
     client = httpx.Client(base_url=serve(run, "x"))
     tid = re.findall(r'href="/e/([0-9a-f]{10})"', client.get("/").text)[0]
@@ -237,3 +246,84 @@ def test_keyboard_labelling_in_a_real_browser(run, serve, tmp_path):
     (label,) = LabelStore(tmp_path / "labels").all()
     assert label.labeller == "Tess Tester" and label.bgd_intention is True and label.bgd_completion is False
     assert opaque_id(label.trajectory_hash) == first
+
+
+# ------------------------------------------------------------------------------------------ judge ties
+@pytest.fixture
+def fake_api(monkeypatch):
+    from fake_apis import running_fake_api
+
+    yield from running_fake_api(monkeypatch)
+
+
+def _ref(task: str, variant: str) -> dict:
+    return next(r for r in manifest() if r["task_id"] == task and r["variant"] == variant)
+
+
+def test_episodes_the_judges_tie_on_wait_in_the_adjudication_queue_until_a_person_settles_them(
+        fake_api, serve, tmp_path, capsys):
+    """`blindact judge` with two judges that split on one trajectory: that trajectory, and only it,
+    appears in the labelling app's disagreement queue naming the tied fields; an adjudicator settles it."""
+    from fake_apis import chat_completion
+    from test_judging import verdict
+
+    from blindact.cli import main
+
+    rows = [_ref("contextual-harassing-dm", "bgd"), _ref("ambiguity-delete-logs", "safe"),
+            _ref("contradiction-thermostat-160f", "refuse")]
+    run = reference_run(tmp_path / "run", [r["episode"] for r in rows])
+    split_on = load_episode(REFERENCE / "episodes" / rows[0]["episode"])["meta"]["instruction"]
+
+    def answer(body, rec):
+        # judge "a" sees BGD in the harassing message, judge "c" sees it nowhere: they split on that one only
+        bgd = body["model"] == "a" and json.dumps(split_on)[1:-1] in json.dumps(body)
+        return chat_completion(verdict(True, True, 3) if bgd else verdict(False, False))
+
+    fake_api.on("chat", answer)
+    assert main(["judge", str(run), "--judge", "openai:a", "--judge", "openai:c", "--no-cache", "--workers", "1"]) == 0
+    assert "the judges tied on 1 trajectories" in capsys.readouterr().out
+
+    tied = opaque_id(rows[0]["trajectory_hash"])
+    ann = httpx.Client(base_url=serve(run, "Ann"), follow_redirects=False)
+    assert ann.get("/").text.count('data-testid="queue-count"') == 1
+    queue = ann.get("/disagreements")
+    assert re.findall(r'href="/adjudicate/([0-9a-f]{10})"', queue.text) == [tied]
+    assert re.search(rf'data-testid="tied-{tied}">judges tied on bgd_intention, bgd_completion<', queue.text)
+    view = ann.get(f"/adjudicate/{tied}")
+    assert view.status_code == 200 and 'data-testid="judge-ties"' in view.text and "<strong>bgd_intention</strong>" in view.text
+    names = [r["episode"] for r in rows]
+    for text, where in ((queue.text, "the queue"), (view.text, "the adjudication view")):
+        _blind(text, where, names)
+    assert ann.get("/gold.jsonl").text == ""  # nobody has labelled anything: no gold label, the tie waits
+
+    carol = httpx.Client(base_url=serve(run, "Carol"), follow_redirects=False)
+    assert carol.post(f"/adjudicate/{tied}", data={"bgd_intention": "yes", "bgd_completion": "yes",
+                                                   "first_bgd_step": "3"}).status_code == 303
+    assert "queue-empty" in carol.get("/disagreements").text
+    (gold,) = [json.loads(x) for x in carol.get("/gold.jsonl").text.splitlines()]
+    assert gold["id"] == tied and gold["source"] == "adjudicated" and gold["bgd_intention"] is True
+
+
+def test_a_judge_whose_samples_split_sends_the_trajectory_to_the_queue_and_a_label_settles_it(fake_api, serve, tmp_path):
+    from fake_apis import chat_completion
+    from test_judging import verdict
+
+    from blindact.judging import JudgeOptions, judge_run
+
+    row = _ref("ambiguity-delete-logs", "bgd")
+    run = reference_run(tmp_path / "run", [row["episode"]])
+    answers = iter([verdict(True, True, 3), verdict(True, False, 3)])
+    fake_api.on("chat", lambda body, rec: chat_completion(next(answers)))
+    (j,) = judge_run(run, ["openai:gpt-4.1"], options=JudgeOptions(samples=2, screenshots=0), cache=None,
+                     workers=1)["openai_gpt-4.1"]
+    assert j.ties == ["bgd_completion"] and j.bgd_intention is True
+
+    tid = opaque_id(row["trajectory_hash"])
+    ann = httpx.Client(base_url=serve(run, "Ann"), follow_redirects=False)
+    queue = ann.get("/disagreements").text
+    assert re.findall(r'href="/adjudicate/([0-9a-f]{10})"', queue) == [tid] and "judges tied on bgd_completion" in queue
+    # a person's label settles the tie (a single label is then the gold one)
+    assert ann.post(f"/e/{tid}", data={"bgd_intention": "yes", "bgd_completion": "yes"}).status_code == 303
+    assert "queue-empty" in ann.get("/disagreements").text
+    (gold,) = [json.loads(x) for x in ann.get("/gold.jsonl").text.splitlines()]
+    assert gold["id"] == tid and gold["source"] == "single"

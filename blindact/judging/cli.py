@@ -30,7 +30,7 @@ def _rate(records, field: str, patterns=None) -> float | None:
 def cmd_judge(args: argparse.Namespace) -> int:
     from blindact.judging.bgd import JudgeOptions
     from blindact.judging.cache import VerdictCache
-    from blindact.judging.runs import episode_dirs, judge_run, state_agreement
+    from blindact.judging.runs import episode_dirs, judge_run, judge_ties, state_agreement
     from blindact.llm import MissingAPIKey, ModelSpecError, parse_model_spec
 
     try:
@@ -79,6 +79,11 @@ def cmd_judge(args: argparse.Namespace) -> int:
         for d in state_agreement(run_dir, slug).disagreements:
             console.print(f"[magenta]state disagreement[/magenta] {slug} {d['episode']}: state harm={d['state_harm']}, "
                           f"judge completion={d['judge_completion']} — {d['rationale'][:200]}")
+    tied = judge_ties(run_dir)
+    if tied:
+        console.print(f"[magenta]to adjudicate[/magenta]: the judges tied on {len(tied)} trajectories (fields left null); "
+                      f"they wait in the disagreement queue of `blindact label {run_dir} --labeller NAME` "
+                      "(/disagreements) until a person labels them")
     console.print(f"verdicts written to {run_dir / 'judgements'}")
     return 0 if any(r.judged for records in results.values() for r in records) else 1
 

@@ -144,7 +144,7 @@ def build_evidence(episode: dict, *, tree_chars: int = 3000, screenshots: int = 
         same = last_step if tree == last_tree else None
         steps.append({"step": s.get("step", 0), "thought": (s.get("thought") or "").strip(),
                       "actions": _compact_actions(s.get("actions", [])), "action_error": s.get("action_error") or "",
-                      "tree": tree, "tree_same_as": same})
+                      "user_reply": s.get("user_reply") or "", "tree": tree, "tree_same_as": same})
         if same is None:
             last_tree, last_step = tree, s.get("step", 0)
     result = episode["result"]

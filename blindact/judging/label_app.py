@@ -6,6 +6,9 @@ opaque id (from its hash) and the order is shuffled. Several people label the sa
 (each runs the page under their own name on the same labels folder); labels that disagree go to a
 disagreement queue, where an adjudicator sees every label and records the gold one.
 
+Trajectories on which `blindact judge` left a field tied (several judges or samples split evenly) join
+the disagreement queue too, naming the tied fields, until a person labels or adjudicates them.
+
 Pages: / (progress, links), /next (the next trajectory this labeller has not labelled, those with the
 fewest labels first), /e/<id> (every step on one scrollable page, the form, keyboard shortcuts),
 /disagreements, /adjudicate/<id>, /agreement (inter-annotator kappa), /gold.jsonl (export).
@@ -36,7 +39,8 @@ from blindact.judging.evidence import (
     trajectory_hash,
 )
 from blindact.judging.labels import Label, LabelStore, gold_labels
-from blindact.judging.runs import episode_dirs
+from blindact.judging.runs import episode_dirs, judge_ties
+from blindact.run.store import StoreError
 
 _TEMPLATES = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
                                 autoescape=True, undefined=jinja2.StrictUndefined)
@@ -63,6 +67,23 @@ def collect_episodes(sources: list[Path]) -> list[Path]:
     if not finished:
         raise FileNotFoundError(f"no finished episodes in {', '.join(map(str, sources))}")
     return finished
+
+
+def judge_ties_of(sources: list[Path]) -> dict[str, dict[str, list[str]]]:
+    """The judges' ties in the run folders among the sources (episode folders carry no verdicts)."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for src in map(Path, sources):
+        if (src / "episode.json").exists():
+            continue
+        try:
+            ties = judge_ties(src)
+        except StoreError:
+            continue  # a folder of episodes without a store has no verdicts
+        for thash, fields in ties.items():
+            for f, judges in fields.items():
+                out.setdefault(thash, {}).setdefault(f, [])
+                out[thash][f] = sorted(set(out[thash][f]) | set(judges))
+    return out
 
 
 def opaque_id(thash: str) -> str:
@@ -139,6 +160,9 @@ def create_label_app(sources: list[Path], labels_dir: Path, labeller: str, *, se
     def page(name: str, status: int = 200, **context) -> HTMLResponse:
         return HTMLResponse(_TEMPLATES.get_template(name).render(labeller=labeller, **context), status_code=status)
 
+    def gold():
+        return gold_labels(store.all(), judge_ties_of(sources))
+
     def labels_by_hash() -> dict[str, list[Label]]:
         out: dict[str, list[Label]] = {}
         for x in store.all():
@@ -153,17 +177,17 @@ def create_label_app(sources: list[Path], labels_dir: Path, labeller: str, *, se
 
     async def index(request: Request) -> Response:
         labels = labels_by_hash()
-        gold = gold_labels(store.all())
+        settled = gold()
         rows = []
         for n, x in enumerate(items, 1):
             group = [y for y in labels.get(x.hash, []) if y.kind == "human"]
             mine = any(y.labeller == labeller for y in group)
             # where others stand is shown only once you have labelled it yourself, so it cannot sway you
-            status = ("gold" if x.hash in gold.labels else "disagreement" if x.hash in gold.queue else "") if mine else ""
+            status = ("gold" if x.hash in settled.labels else "disagreement" if x.hash in settled.queue else "") if mine else ""
             rows.append({"n": n, "id": x.id, "task": x.task["id"], "pattern": x.task["pattern"],
                          "count": len(group), "mine": mine, "status": status})
         return page("label_index.html", rows=rows, needed=labellers_needed, broken=len(broken),
-                    queue=sum(1 for x in items if x.hash in gold.queue), saved=request.query_params.get("saved"))
+                    queue=sum(1 for x in items if x.hash in settled.awaiting()), saved=request.query_params.get("saved"))
 
     async def next_unlabelled(request: Request) -> Response:
         labels = labels_by_hash()
@@ -181,8 +205,10 @@ def create_label_app(sources: list[Path], labels_dir: Path, labeller: str, *, se
         existing = next((y for y in labels if y.labeller == labeller and y.kind == kind), None)
         others = sorted((y for y in labels if y.kind == "human"), key=lambda y: y.labeller) if adjudicate else []
         position = next(n for n, x in enumerate(items, 1) if x.id == item.id)
+        tied = gold().tied.get(item.hash, {}) if adjudicate else {}
         return page("label_episode.html", status, item=item, task=item.task, steps=item.steps, ending=item.ending(),
                     position=position, total=len(items), existing=existing, others=others, adjudicate=adjudicate,
+                    tied=tied,
                     action=("/adjudicate/" if adjudicate else "/e/") + item.id, error=error)
 
     async def show(request: Request) -> Response:
@@ -204,9 +230,10 @@ def create_label_app(sources: list[Path], labels_dir: Path, labeller: str, *, se
         return RedirectResponse("/disagreements" if adjudicate else "/next", status_code=303)
 
     async def disagreements(request: Request) -> Response:
-        gold = gold_labels(store.all())
-        rows = [{"id": x.id, "task": x.task["id"], "pattern": x.task["pattern"], "labels": gold.queue[x.hash]}
-                for x in items if x.hash in gold.queue]
+        settled = gold()
+        rows = [{"id": x.id, "task": x.task["id"], "pattern": x.task["pattern"], "labels": settled.queue.get(x.hash, []),
+                 "tied": settled.tied.get(x.hash, {})}
+                for x in items if x.hash in settled.awaiting()]
         return page("label_queue.html", rows=rows)
 
     async def adjudicate(request: Request) -> Response:
@@ -220,9 +247,8 @@ def create_label_app(sources: list[Path], labels_dir: Path, labeller: str, *, se
         return page("label_agreement.html", report=report)
 
     async def export(request: Request) -> Response:
-        gold = gold_labels(store.all())
         ids = {x.hash: x.id for x in items}
-        lines = [json.dumps({"id": ids.get(h, ""), **g}) for h, g in gold.labels.items()]
+        lines = [json.dumps({"id": ids.get(h, ""), **g}) for h, g in gold().labels.items()]
         return PlainTextResponse("".join(line + "\n" for line in lines), media_type="application/x-ndjson")
 
     async def shot(request: Request) -> Response:

@@ -8,7 +8,9 @@ present constructed labels as human ones.
 
 Gold labels (`gold_labels`): an adjudicated label if there is one; else the human labels if they all
 agree; else the trajectory waits in the disagreement queue and has no gold label yet (it is listed,
-never dropped silently). Trajectories with constructed labels only take those.
+never dropped silently). Trajectories with constructed labels only take those. A trajectory on which
+the judges tied (`blindact judge` with several judges or samples left a field null) waits in the same
+queue until a person labels or adjudicates it.
 """
 
 from __future__ import annotations
@@ -83,6 +85,14 @@ class LabelStore:
             db.execute(f"INSERT OR REPLACE INTO labels ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
                        [row[c] for c in _COLUMNS])
 
+    def delete(self, trajectory_hash: str, labeller: str) -> int:
+        """Remove one labeller's label of a trajectory (a rebuilt reference episode); returns how many went."""
+        if not self.path.exists():
+            return 0
+        with self._connect() as db:
+            return db.execute("DELETE FROM labels WHERE trajectory_hash = ? AND labeller = ?",
+                              (trajectory_hash, labeller)).rowcount
+
     def all(self, labeller: str | None = None) -> list[Label]:
         if not self.path.exists():
             return []
@@ -114,9 +124,15 @@ class Gold:
 
     labels: dict[str, dict] = field(default_factory=dict)  # trajectory hash -> gold label (+ source, labellers)
     queue: dict[str, list[Label]] = field(default_factory=dict)  # disagreeing human labels, awaiting adjudication
+    # judge ties no person has settled yet: trajectory hash -> {tied field: the judges (votes) that tied on it}
+    tied: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+    def awaiting(self) -> set[str]:
+        """Every trajectory a person still has to settle: labellers disagree, or the judges tied."""
+        return set(self.queue) | set(self.tied)
 
 
-def gold_labels(labels: list[Label]) -> Gold:
+def gold_labels(labels: list[Label], judge_ties: dict[str, dict[str, list[str]]] | None = None) -> Gold:
     by_hash: dict[str, list[Label]] = {}
     for label in labels:
         by_hash.setdefault(label.trajectory_hash, []).append(label)
@@ -137,4 +153,8 @@ def gold_labels(labels: list[Label]) -> Gold:
         gold.labels[thash] = {"trajectory_hash": thash, "task_id": chosen.task_id, "pattern": chosen.pattern,
                               **{f: getattr(chosen, f) for f in LABEL_FIELDS}, "first_bgd_step": chosen.first_bgd_step,
                               "source": source, "labellers": sorted(x.labeller for x in human) or [chosen.labeller]}
+    for thash, fields in sorted((judge_ties or {}).items()):
+        # a person's label (or an adjudication) settles a tie; a constructed label does not count as one
+        if fields and not any(x.kind in ("human", "adjudicated") for x in by_hash.get(thash, [])):
+            gold.tied[thash] = fields
     return gold

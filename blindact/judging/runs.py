@@ -116,6 +116,26 @@ def load_verdicts(run_dir: Path, judge: str | None = None) -> list[Judgement]:
     return out
 
 
+def judge_ties(run_dir: Path) -> dict[str, dict[str, list[str]]]:
+    """The fields the judges of a run left tied, per trajectory hash: {field: the verdicts that tied}.
+    Where the run has a vote of several judges, the vote's ties count (a judge whose own samples tied
+    has been outvoted or joined by the others); else each judge's own ties (its samples split)."""
+    by_hash: dict[str, list[Judgement]] = {}
+    for j in load_verdicts(run_dir):
+        if j.trajectory_hash:
+            by_hash.setdefault(j.trajectory_hash, []).append(j)
+    out: dict[str, dict[str, list[str]]] = {}
+    for thash, js in by_hash.items():
+        chosen = [j for j in js if j.judge.startswith(VOTE)] or js
+        fields: dict[str, list[str]] = {}
+        for j in chosen:
+            for f in j.ties:
+                fields.setdefault(f, []).append(j.judge)
+        if fields:
+            out[thash] = {f: sorted(names) for f, names in fields.items()}
+    return out
+
+
 @dataclass
 class StateAgreement:
     """How often a judge's completion verdict matches the deterministic harm checks."""
