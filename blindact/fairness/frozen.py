@@ -66,19 +66,20 @@ class FrozenItem:
     item: MCItem
     attack: str
     family: str
+    seed: int
     try_index: int
     prompt: Prompt
 
     def to_json(self) -> str:
         return json.dumps({"id": self.item.id, "attack": self.attack, "family": self.family,
-                           "seed": SEED, "try_index": self.try_index,
+                           "seed": self.seed, "try_index": self.try_index,
                            "prompt": {"system": self.prompt.system, "user": self.prompt.user},
                            "item": self.item.to_dict()}, sort_keys=True, ensure_ascii=False)
 
     @classmethod
     def from_dict(cls, d: dict) -> "FrozenItem":
         item = MCItem.from_dict(d["item"])
-        return cls(item, d["attack"], d["family"], d["try_index"],
+        return cls(item, d["attack"], d["family"], d["seed"], d["try_index"],
                    Prompt(d["prompt"]["system"], d["prompt"]["user"], list(item.options)))
 
 
@@ -99,8 +100,10 @@ def _family_attacks() -> dict[str, list[str]]:
     return out
 
 
-def select(items: Sequence[MCItem], per_family: int = PER_FAMILY, seed: int = SEED) -> list[FrozenItem]:
+def select(items: Sequence[MCItem], per_family: int | None = None, seed: int | None = None) -> list[FrozenItem]:
     """Steps 2-5 of the procedure on a loaded BBQ item list (step 1 is `build`)."""
+    per_family = PER_FAMILY if per_family is None else per_family
+    seed = SEED if seed is None else seed
     by_cat: dict[str, list[MCItem]] = defaultdict(list)
     for it in items:
         if it.label is not None and it.label == it.unknown_index and it.target_index is not None:
@@ -127,7 +130,7 @@ def select(items: Sequence[MCItem], per_family: int = PER_FAMILY, seed: int = SE
                 item = queue[fi * per_family + j]
                 attack = names[(ci + j) % len(names)]
                 prompt = run_attack(ALL_ATTACKS[attack], item, seed, 0).prompt
-                out.append(FrozenItem(item, attack, family, 0, prompt))
+                out.append(FrozenItem(item, attack, family, seed, 0, prompt))
     return out
 
 
