@@ -39,7 +39,7 @@ def _add_run(sub) -> None:
                    help=f"subset of {', '.join(ATTRIBUTES + INTERSECTIONAL)} (default: all the source has); "
                         f"flames: of {', '.join(DIMENSIONS)}")
     p.add_argument("--attacks", nargs="*", default=None, metavar="ATTACK", help=f"subset of {', '.join(ALL_ATTACKS)}")
-    p.add_argument("--tries", type=int, default=5, help="tries per attack and item for targeted selection (k)")
+    p.add_argument("--tries", type=int, default=5, help="tries per attack and item for targeted selection (k; with --flex-set resample)")
     p.add_argument("--no-coverage", action="store_true", help="attack every FLEX item, not only source-correct ones")
     p.add_argument("--flex-set", default="", choices=["", *FLEX_SETS],
                    help="bbq-flex items: frozen (default: the shipped set, the same items and attacked prompts for "

@@ -42,8 +42,8 @@ def fast_sorted(iterable: Any, /, *, key: Any = None, reverse: bool = False) -> 
     arr = _vocab_ranking(iterable) if key is None and reverse else None
     if arr is None:
         return builtins.sorted(iterable, key=key, reverse=reverse)
-    idx = np.arange(len(arr))
-    order = np.lexsort((-idx, -arr))  # last key is primary: value descending, ties by index descending
+    # a stable ascending sort, reversed: value descending, equal values by index descending
+    order = np.argsort(arr, kind="stable")[::-1]
     return list(zip(arr[order], order.tolist()))
 
 
