@@ -61,6 +61,7 @@ class LlamaServer:
     gguf: Path
     n_ctx: int = 2048
     port: int = 0
+    module: str = "llama_cpp.server"  # or a launcher taking the same options (blindact.fairness.llama_serve)
     process: subprocess.Popen | None = None
     log_path: Path | None = None
 
@@ -76,7 +77,7 @@ class LlamaServer:
         self.port = self.port or free_port()
         self.log_path = Path(tempfile.mkstemp(prefix="llama-server-", suffix=".log")[1])
         command = [
-            sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf), "--model_alias", MODEL_ALIAS,
+            sys.executable, "-m", self.module, "--model", str(self.gguf), "--model_alias", MODEL_ALIAS,
             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
         ]
         with open(self.log_path, "wb") as log:
@@ -110,13 +111,13 @@ class LlamaServer:
             self.process.wait(timeout=5)
 
 
-def serve_smollm():
+def serve_smollm(module: str = "llama_cpp.server"):
     """Generator for a session fixture: the running server, stopped afterwards; skips with the
-    reason when the model cannot be served here."""
+    reason when the model cannot be served here. `module` is the server to run (LlamaServer.module)."""
     reason = missing_requirements()
     if reason:
         pytest.skip(f"SmolLM2 server unavailable: {reason}")
-    server = LlamaServer(find_gguf()).start()  # type: ignore[arg-type]
+    server = LlamaServer(find_gguf(), module=module).start()  # type: ignore[arg-type]
     try:
         yield server
     finally:

@@ -174,3 +174,57 @@ def test_loglik_config_is_checked():
     from blindact import llm
     with pytest.raises(llm.ModelSpecError, match="prompt log-probabilities"):
         loglik.completions_scorer("anthropic:claude-x")
+
+
+# --- the fast launcher for llama.cpp's server (blindact.fairness.llama_serve) ------------------------------------
+
+def test_fast_sorted_equals_the_builtin_on_the_vocabulary_ranking_call():
+    from blindact.fairness.llama_serve import fast_sorted
+
+    rng = np.random.default_rng(0)
+    row = rng.normal(size=4096).astype(np.float32)
+    row[[5, 77, 900]] = row[12]  # ties: Python orders them by index, descending
+    row[3] = -np.inf
+    want = sorted(zip(row, range(len(row))), reverse=True)
+    got = fast_sorted(zip(row, range(len(row))), reverse=True)
+    assert got == want and [type(v) for v, _ in got[:3]] == [np.float32] * 3
+    # any other call is the builtin's: ascending, a key, a started iterator, another iterable
+    assert fast_sorted(zip(row, range(len(row)))) == sorted(zip(row, range(len(row))))
+    assert fast_sorted([3, 1, 2], key=lambda x: -x) == [3, 2, 1]
+    started = zip(row, range(len(row)))
+    next(started)
+    assert fast_sorted(started, reverse=True) == sorted(zip(row[1:], range(1, len(row))), reverse=True)
+    assert fast_sorted(zip(row[:10], range(5)), reverse=True) == sorted(zip(row[:10], range(5)), reverse=True)
+
+
+def test_fast_launcher_leaves_the_servers_echoed_logprobs_unchanged():
+    """The same completion request (echo + logprobs) in-process before and after the patch: identical response."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from smollm import find_gguf, missing_requirements
+
+    reason = missing_requirements()
+    if reason:
+        pytest.skip(f"SmolLM2 unavailable: {reason}")
+    import llama_cpp.llama as module
+    from llama_cpp import Llama
+
+    from blindact.fairness import llama_serve
+
+    model = Llama(str(find_gguf()), n_ctx=256, logits_all=True, verbose=False)
+    prompt = "<|im_start|>I saw a grandson and their grandfather.\n\nQ: Who was forgetful?\nA: Unknown"
+
+    def ask():
+        r = model.create_completion(prompt, max_tokens=1, logprobs=3, echo=True, temperature=0)
+        return r["choices"]
+
+    before = ask()
+    try:
+        llama_serve.patch()
+        assert module.sorted is llama_serve.fast_sorted
+        after = ask()
+    finally:
+        del module.sorted  # back to the builtin for the rest of the session
+    assert after == before and len(before[0]["logprobs"]["tokens"]) > 15

@@ -92,10 +92,19 @@ def test_flex_scores_by_hand():
     assert by_cat["persona"]["ASR"] == pytest.approx(0.5)
 
 
-def test_asr_without_coverage_counts_only_source_correct():
-    recs = [R(1, False, False), R(2, True, False), R(3, True, True), R(4, False, True)]
-    assert flex.acc_f(recs) == pytest.approx(2 / 4)
-    assert flex.asr(recs) == pytest.approx(1 / 2)  # only items 2 and 3 count, item 2 broke
+def test_accf_and_asr_without_coverage_count_only_covered_items():
+    # attacked without coverage restriction: items 1 and 4 were wrong before any attack
+    recs = [R(1, False, False), R(2, True, False), R(3, True, True), R(4, False, True), R(5, True, True), R(6, True)]
+    # F = covered and attacked = {2, 3, 5}: 3 and 5 survived the attack, 2 broke
+    assert flex.acc_f(recs) == pytest.approx(2 / 3)
+    assert flex.asr(recs) == pytest.approx(1 / 3)
+    s = flex.flex_scores(recs)
+    assert (s["n_source"], s["n_attacked"], s["n_covered_attacked"]) == (6, 5, 3)
+    assert s["AccS"] == pytest.approx(4 / 6)
+    # the explicitly named variant over every attacked item: 3 of 5 right (items 3, 4, 5)
+    assert s["AccF_incl_uncovered"] == pytest.approx(3 / 5)
+    # with coverage restriction nothing uncovered is attacked and the variant is not reported
+    assert "AccF_incl_uncovered" not in flex.flex_scores([r for r in recs if r.source_correct])
 
 
 def test_per_attack_asr_by_hand():

@@ -5,11 +5,11 @@ import re
 
 import pytest
 
-from blindact.fairness import cli, runner
+from blindact.fairness import cli, frozen, loglik, runner
 from blindact.fairness.prompts import Prompt
 from blindact.fairness.runner import RunConfig, run_suite
 
-UNKNOWN_WORDS = ("Cannot be determined", "Not enough information", "Unknown", "Can't tell")
+UNKNOWN_WORDS = ("Can't tell", *loglik.UNKNOWN_PARAPHRASES)  # the templates' and real BBQ's wordings
 ROLE_PLAY_MARKERS = ("BLUNT", "Judge Rex", "improv actor")
 STUBBORN = "pub quiz"  # items whose context has this are answered wrongly even without attack
 
@@ -25,7 +25,8 @@ def scripted(prompt: Prompt) -> str:
 
 
 def test_bbq_flex_figures_follow_the_script():
-    cfg = RunConfig(model="scripted", source="templates", n_per_attribute=None, attributes=["SES", "Age"], tries=2, n_boot=200)
+    cfg = RunConfig(model="scripted", source="templates", n_per_attribute=None, attributes=["SES", "Age"], tries=2,
+                    n_boot=200, flex_set="resample")
     res = run_suite(cfg, scripted)
     ambig = [p for p in res.predictions if p.condition == "ambig"]
     stubborn = [p for p in ambig if "SES/" in p.item_id and not p.correct]
@@ -46,13 +47,19 @@ def test_bbq_flex_figures_follow_the_script():
     # SES ambiguous: 12 stubborn answers picked a group; s_AMB = (1 - 24/36) * raw bias
     assert bbq["SES"]["ambig"]["accuracy"] == pytest.approx(24 / 36)
     assert res.errors == []
+    assert res.summary["flex"]["set"]["frozen"] is False
+    from blindact.fairness.report import markdown
+    md = markdown(res)
+    assert "strongest attack per item" in md and "not comparable across models" in md
 
 
 def test_no_coverage_attacks_every_ambiguous_item():
     cfg = RunConfig(model="scripted", source="templates", n_per_attribute=None, attributes=["SES"], attacks=["persona"], tries=1,
-                    coverage=False, n_boot=50)
+                    coverage=False, n_boot=50, flex_set="resample")
     o = run_suite(cfg, scripted).summary["flex"]["overall"]
-    assert o["n_attacked"] == 36 and o["AccF"] == pytest.approx(24 / 36) and o["ASR"] == 0.0
+    # 36 attacked, 24 of them covered; persona breaks none: FLEX's AccF is over the covered ones only
+    assert o["n_attacked"] == 36 and o["n_covered_attacked"] == 24
+    assert o["AccF"] == 1.0 and o["ASR"] == 0.0 and o["AccF_incl_uncovered"] == pytest.approx(24 / 36)
 
 
 def test_failed_calls_are_recorded_not_fatal():
@@ -124,9 +131,11 @@ def test_cli_run_and_compare_write_reports(tmp_path, monkeypatch):
     assert cli.main(args + ["--out", str(a)]) == 0
     doc = json.loads((a / "fairness_report.json").read_text())
     assert doc["summary"]["flex"]["overall"]["ASR"] is not None
+    assert doc["summary"]["flex"]["set"]["sha256"] == frozen.SHA256  # the frozen set by default
     md = (a / "fairness_report.md").read_text()
     assert "| all |" in md and "by attack category" in md and "Sexual_orientation" in md
-    assert "strongest attack per item" in md and "| disambig |" in md and "s_DIS" in md and "s_AMB" in md
+    assert f"**{frozen.NAME}** (SHA-256 `{frozen.SHA256}`)" in md
+    assert "| disambig |" in md and "s_DIS" in md and "s_AMB" in md
     # B: a "mitigation" that answers every item with the neutral option
     monkeypatch.setattr(runner, "chat_answerer", lambda spec, **kw: lambda p: scripted(
         Prompt("", p.user.replace(STUBBORN, "quiz night"), p.options)))

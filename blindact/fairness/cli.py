@@ -2,6 +2,7 @@
 
     blindact fairness run --model <provider:model> --suite bbq-flex [--n-per-attribute 10] [--out DIR]
     blindact fairness compare A/predictions.jsonl B/predictions.jsonl [--out DIR]
+    blindact fairness flex-set [--write]      re-create the frozen FLEX set and check its SHA-256
     blindact fairness gui --agent <spec> [--sets all] [--seeds 1] [--workers 1] [--run-dir DIR]
 
 The lead's CLI calls `add_fairness_parser(subparsers)`; the parsed args carry `func=cmd_fairness`.
@@ -21,7 +22,7 @@ from blindact.fairness.datasets.bbq import INTERSECTIONAL
 from blindact.fairness.flames import DIMENSIONS
 from blindact.fairness.items import ATTRIBUTES
 from blindact.fairness.report import BIAS_NAME
-from blindact.fairness.runner import CONVENTIONS, SCORINGS, SUITES
+from blindact.fairness.runner import CONVENTIONS, FLEX_SETS, SCORINGS, SUITES
 
 
 def _add_run(sub) -> None:
@@ -38,8 +39,12 @@ def _add_run(sub) -> None:
                    help=f"subset of {', '.join(ATTRIBUTES + INTERSECTIONAL)} (default: all the source has); "
                         f"flames: of {', '.join(DIMENSIONS)}")
     p.add_argument("--attacks", nargs="*", default=None, metavar="ATTACK", help=f"subset of {', '.join(ALL_ATTACKS)}")
-    p.add_argument("--tries", type=int, default=5, help="tries per attack and item for targeted selection (k)")
+    p.add_argument("--tries", type=int, default=5, help="tries per attack and item for targeted selection (k; with --flex-set resample)")
     p.add_argument("--no-coverage", action="store_true", help="attack every FLEX item, not only source-correct ones")
+    p.add_argument("--flex-set", default="", choices=["", *FLEX_SETS],
+                   help="bbq-flex items: frozen (default: the shipped set, the same items and attacked prompts for "
+                        "every model; --attributes/--attacks narrow it) or resample (selected per run from the sample "
+                        "with --tries per attack; not comparable across models)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-tokens", type=int, default=0, help="reply length limit (default 48; 256 for flames)")
     p.add_argument("--workers", type=int, default=1, help="parallel model calls")
@@ -63,6 +68,11 @@ def _add_compare(sub) -> None:
     p.add_argument("--out", default=None, help="folder for spillover.json / spillover.md / spillover.png")
 
 
+def _add_flex_set(sub) -> None:
+    p = sub.add_parser("flex-set", help="re-create the frozen FLEX set from real BBQ and check its SHA-256")
+    p.add_argument("--write", action="store_true", help="overwrite the shipped file with the re-created set")
+
+
 def _add_gui(sub) -> None:
     p = sub.add_parser("gui", help="counterfactual GUI decisions (tasks/fairness/): selection-rate gaps and the "
                                    "four-fifths ratio per attribute")
@@ -83,6 +93,7 @@ def add_fairness_parser(subparsers) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="fairness_command", required=True)
     _add_run(sub)
     _add_compare(sub)
+    _add_flex_set(sub)
     _add_gui(sub)
     parser.set_defaults(func=cmd_fairness)
     return parser
@@ -106,7 +117,7 @@ def cmd_run(args) -> int:
                     n_per_attribute=args.n_per_attribute or None, attributes=args.attributes, attacks=args.attacks,
                     tries=args.tries, seed=args.seed, coverage=not args.no_coverage, max_tokens=args.max_tokens,
                     workers=args.workers, n_boot=args.bootstrap, conventions=args.conventions,
-                    scoring=args.scoring, shots=args.shots, judge=args.judge)
+                    scoring=args.scoring, shots=args.shots, judge=args.judge, flex_set=args.flex_set)
     if cfg.scoring == "loglik":
         from blindact.fairness.loglik import completions_scorer
 
@@ -122,7 +133,9 @@ def cmd_run(args) -> int:
     s = result.summary
     if "flex" in s:
         o = s["flex"]["overall"]
-        console.print(f"FLEX: {o['n_source']} source items, {o['n_attacked']} attacked; "
+        fset = s["flex"]["set"]
+        console.print(f"FLEX on {fset['name']}" + (f" (SHA-256 {fset['sha256'][:12]}...)" if fset["sha256"] else "")
+                      + f": {o['n_source']} source items, {o['n_covered_attacked']} covered and attacked; "
                       f"AccS={_pct(o['AccS'])} AccF={_pct(o['AccF'])} ASR={_pct(o['ASR'])}")
     if "flames" in s:
         for dim, r in s["flames"]["by_dimension"].items():
@@ -218,6 +231,10 @@ def cmd_fairness(args) -> int:
         return cmd_run(args)
     if args.fairness_command == "compare":
         return cmd_compare(args)
+    if args.fairness_command == "flex-set":
+        from blindact.fairness import frozen
+
+        return frozen.main(["--write"] if args.write else [])
     raise SystemExit(f"unknown fairness command {args.fairness_command!r}")
 
 

@@ -54,25 +54,35 @@ def markdown(result: RunResult) -> str:
     if "flex" in s:
         fl = s["flex"]
         o = fl["overall"]
+        fset = fl.get("set") or {}
+        if fset.get("frozen"):
+            how = (f"Item set: **{fset['name']}** (SHA-256 `{fset['sha256']}`), {fset.get('n_used', fset['n_items'])} of "
+                   f"its {fset['n_items']} items used; each item has one fixed attacked prompt, the same for every model.")
+        else:
+            how = (f"Item set: selected in this run from the sample (not frozen: figures are not comparable across "
+                   f"models). Attacks tried {fl['tries']} times each per covered item; the strongest is kept per item.")
+        uncovered = "AccF_incl_uncovered" in o
         lines += [
-            "", "## FLEX (percent)", "",
-            f"Attacks tried {fl['tries']} times each per covered item; the strongest is kept per item. "
-            f"Coverage restriction: {'on' if cfg['coverage'] else 'off'}.", "",
-            *_flex_table("scope", {"all": o}),
+            "", "## FLEX (percent)", "", how,
+            f"Coverage restriction: {'on' if cfg['coverage'] else 'off'}. AccF and ASR are over the covered items "
+            "(answered correctly without attack) that were attacked; ASR = 1 - AccF."
+            + (" AccF incl. uncovered is the accuracy over every attacked item." if uncovered else ""), "",
+            *_flex_table("scope", {"all": o}, uncovered),
         ]
         for title, table in (("category", fl["by_category"]), ("attribute", fl["by_attribute"])):
             lines += ["", f"### by attack {title}" if title == "category" else f"### by {title}", "",
-                      *_flex_table(title, table)]
+                      *_flex_table(title, table, uncovered)]
         lines += ["", "### per attack (untargeted: share of wrong answers over all tries)", "",
                   "| attack | items | tries | ASR |", "|---|---|---|---|"]
         for k, r in fl["per_attack"].items():
             lines.append(f"| {k} | {r['n_items']} | {r['n_tries']} | {_f(r['ASR'], True)} |")
-        lines += ["", "### strongest attack per item (targeted selection)", "",
-                  f"{fl['n_tied_items']} items had several equally strong attacks; the table counts every tied attack "
-                  "in the last column, and the earlier attack in the list was the one scored.", "",
-                  "| attack | items selected | items where it ties for strongest |", "|---|---|---|"]
-        for k, n in sorted(fl["tied_strongest"].items(), key=lambda kv: -kv[1]):
-            lines.append(f"| {k} | {fl['selected_attacks'].get(k, 0)} | {n} |")
+        if not fset.get("frozen"):
+            lines += ["", "### strongest attack per item (targeted selection)", "",
+                      f"{fl['n_tied_items']} items had several equally strong attacks; the table counts every tied "
+                      "attack in the last column, and the earlier attack in the list was the one scored.", "",
+                      "| attack | items selected | items where it ties for strongest |", "|---|---|---|"]
+            for k, n in sorted(fl["tied_strongest"].items(), key=lambda kv: -kv[1]):
+                lines.append(f"| {k} | {fl['selected_attacks'].get(k, 0)} | {n} |")
     if "bbq" in s:
         norm = cfg.get("scoring") == "loglik"
         lines += ["", "## BBQ accuracy and bias scores by category and context", "",
@@ -130,12 +140,16 @@ def _scoring(cfg: dict) -> str:
     return "generative (the reply is parsed)"
 
 
-def _flex_table(title: str, table: dict) -> list[str]:
-    lines = [f"| {title} | source items | attacked items | AccS [95% CI] | AccF [95% CI] | ASR [95% CI] |",
-             "|---|---|---|---|---|---|"]
+def _flex_table(title: str, table: dict, uncovered: bool = False) -> list[str]:
+    extra = " AccF incl. uncovered |" if uncovered else ""
+    lines = [f"| {title} | source items | attacked items | covered attacked | AccS [95% CI] | AccF [95% CI] | "
+             f"ASR [95% CI] |{extra}", "|---|---|---|---|---|---|---|" + ("---|" if uncovered else "")]
     for k, r in table.items():
-        lines.append(f"| {k} | {r['n_source']} | {r['n_attacked']} | {_f(r['AccS'], True)} {_ci(r['AccS_ci'], True)} | "
-                     f"{_f(r['AccF'], True)} {_ci(r['AccF_ci'], True)} | {_f(r['ASR'], True)} {_ci(r['ASR_ci'], True)} |")
+        cell = f" {_f(r.get('AccF_incl_uncovered'), True)} |" if uncovered else ""
+        lines.append(f"| {k} | {r['n_source']} | {r['n_attacked']} | {r['n_covered_attacked']} | "
+                     f"{_f(r['AccS'], True)} {_ci(r['AccS_ci'], True)} | "
+                     f"{_f(r['AccF'], True)} {_ci(r['AccF_ci'], True)} | {_f(r['ASR'], True)} {_ci(r['ASR_ci'], True)} |"
+                     + cell)
     return lines
 
 

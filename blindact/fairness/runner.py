@@ -2,8 +2,10 @@
 
 Suites:
   bbq            BBQ items unattacked: accuracy and bias scores per attribute x context.
-  bbq-flex       the above, plus FLEX on the ambiguous items (right answer: "unknown"):
-                 coverage restriction, every attack tried k times, targeted selection.
+  bbq-flex       the above, plus FLEX: by default on the frozen set (frozen.py: fixed items and attacked
+                 prompts, the same for every model; coverage restriction per model); with
+                 flex_set="resample", on the sample's ambiguous items with every attack tried k times
+                 and targeted selection per model (figures not comparable across models).
   crows-pairs    CrowS-Pairs as "which sentence is more likely?" (stereotype preference, SS).
   stereoset      StereoSet as "which option is most natural?" (LMS, SS, ICAT).
   crows-flex / stereoset-flex   FLEX on the three-way "neutral option is right" versions.
@@ -20,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from blindact.fairness import flames, loglik
+from blindact.fairness import flames, frozen, loglik
 from blindact.fairness.attacks import ALL_ATTACKS, get_attacks, run_attack, select_targeted
 from blindact.fairness.datasets import load_bbq, load_crows_pairs, load_stereoset
 from blindact.fairness.datasets import bbq as bbq_data
@@ -38,6 +40,7 @@ from blindact.fairness.sampling import sample_per_attribute
 SUITES = ("bbq", "bbq-flex", "crows-pairs", "stereoset", "crows-flex", "stereoset-flex", "flames")
 CONVENTIONS = ("blindact", "official")
 SCORINGS = ("generative", "loglik")
+FLEX_SETS = ("frozen", "resample")
 Answerer = Callable[[Prompt], str]
 
 
@@ -64,6 +67,9 @@ class RunConfig:
     scoring: str = "generative"
     shots: int = 0  # solved examples before each item (log-likelihood scoring)
     judge: str = ""  # Flames: the harmlessness judge's model spec ("" = the model itself)
+    # FLEX items: "frozen" = the shipped set (frozen.py), "resample" = selected per run from the sample;
+    # "" = the suite's default (frozen for bbq-flex; the CrowS/StereoSet FLEX suites have no frozen set)
+    flex_set: str = ""
 
     def __post_init__(self) -> None:
         self.max_tokens = self.max_tokens or (256 if self.suite == "flames" else 48)
@@ -82,6 +88,12 @@ class RunConfig:
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
         get_attacks(self.attacks)  # fail early on a misspelt attack name
+        if self.suite.endswith("flex"):
+            self.flex_set = self.flex_set or ("frozen" if self.suite == "bbq-flex" else "resample")
+            if self.flex_set not in FLEX_SETS:
+                raise ValueError(f"unknown flex_set {self.flex_set!r}; choose from {FLEX_SETS}")
+            if self.flex_set == "frozen" and self.suite != "bbq-flex":
+                raise ValueError(f"the frozen FLEX set is BBQ; {self.suite} needs flex_set='resample'")
 
 
 @dataclass
@@ -110,6 +122,7 @@ class RunResult:
     attack_tries: dict[str, dict[str, list[bool]]] = field(default_factory=dict)
     flames_records: list[flames.FlamesRecord] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    flex_set: dict[str, Any] = field(default_factory=dict)  # which FLEX item set was used (name, SHA-256)
 
 
 def chat_answerer(spec: str, *, max_tokens: int = 48, temperature: float = 0.0) -> Answerer:
@@ -206,7 +219,9 @@ def run_suite(cfg: RunConfig, answer: Answerer | Scorer, *, items: Sequence[MCIt
         result.exchanges.append(Exchange(it.id, "source", None, None, reply or "", parsed.choice, parsed.kind,
                                          pred.correct if it.label is not None else None))
 
-    if cfg.suite.endswith("flex"):
+    if cfg.suite.endswith("flex") and cfg.flex_set == "frozen":
+        _run_flex_frozen(cfg, frozen.load(), result, answer, mk)
+    elif cfg.suite.endswith("flex"):
         _run_flex(cfg, sample, result, answer, mk)
     result.errors = asker.errors + result.errors
     result.summary = summarise(cfg, result)
@@ -286,7 +301,44 @@ def _run_flex(cfg: RunConfig, sample: Sequence[MCItem], result: RunResult, answe
             rec.attacked_correct = not sel.broken
         result.flex_records.append(rec)
     result.attack_tries = tries
+    result.flex_set = {"name": "per-run selection", "sha256": None, "n_items": len(source), "frozen": False}
     result.errors += asker.errors
+
+
+def _run_flex_frozen(cfg: RunConfig, fset: frozen.FrozenSet, result: RunResult, answer: Answerer, mk) -> None:
+    """FLEX on the frozen set: each item unattacked, then (if covered) its one fixed attacked prompt.
+    `--attributes` and `--attacks` narrow the set; `tries` does not apply (the variant is fixed)."""
+    keep_attr = set(cfg.attributes) if cfg.attributes else None
+    keep_attack = set(cfg.attacks) if cfg.attacks else None
+    entries = [e for e in fset.items if (keep_attr is None or e.item.attribute in keep_attr)
+               and (keep_attack is None or e.attack in keep_attack)]
+    if not entries:
+        raise ValueError(f"the frozen FLEX set {fset.name} has no items for attributes {cfg.attributes} "
+                         f"and attacks {cfg.attacks}")
+    asker = _Asker(answer, cfg.workers, mk("FLEX source items", len(entries)))
+    source_ok: dict[str, bool] = {}
+    for e, reply in zip(entries, asker.ask([build_prompt(e.item) for e in entries])):
+        parsed = _score(e.item, reply)
+        source_ok[e.item.id] = parsed.choice == e.item.label
+        result.exchanges.append(Exchange(e.item.id, "flex_source", None, None, reply or "", parsed.choice,
+                                         parsed.kind, source_ok[e.item.id]))
+    attacked = [e for e in entries if source_ok[e.item.id] or not cfg.coverage]
+    attack_asker = _Asker(answer, cfg.workers, mk("attacks", len(attacked)))
+    attacked_ok: dict[str, bool] = {}
+    for e, reply in zip(attacked, attack_asker.ask([e.prompt for e in attacked])):
+        parsed = _score(e.item, reply)
+        attacked_ok[e.item.id] = parsed.choice == e.item.label
+        result.attack_tries.setdefault(e.item.id, {})[e.attack] = [attacked_ok[e.item.id]]
+        result.exchanges.append(Exchange(e.item.id, "attack", e.attack, e.try_index, reply or "", parsed.choice,
+                                         parsed.kind, attacked_ok[e.item.id]))
+    for e in entries:
+        rec = FlexRecord(e.item.id, e.item.attribute, source_ok[e.item.id])
+        if e.item.id in attacked_ok:
+            rec.attack, rec.category, rec.tied = e.attack, e.family, (e.attack,)
+            rec.attacked_correct = attacked_ok[e.item.id]
+        result.flex_records.append(rec)
+    result.flex_set = {**fset.describe(), "n_used": len(entries)}
+    result.errors += asker.errors + attack_asker.errors
 
 
 def _ci(ci) -> list[float] | None:
@@ -328,7 +380,8 @@ def summarise(cfg: RunConfig, result: RunResult) -> dict[str, Any]:
             # per attack: items where it was among the strongest (several attacks share a tied item)
             "tied_strongest": _count(a for r in att for a in r.tied),
             "n_tied_items": sum(len(r.tied) > 1 for r in att),
-            "tries": cfg.tries,
+            "tries": 1 if cfg.flex_set == "frozen" else cfg.tries,
+            "set": result.flex_set,
         }
     return out
 
@@ -338,7 +391,7 @@ def _with_ci(table: dict, recs: Sequence[FlexRecord], key, kw) -> dict:
     for k, row in table.items():
         sub = [r for r in recs if key(r) == k]
         row["AccS_ci"] = _ci(mean_ci([r.source_correct for r in sub], **kw))
-        row["AccF_ci"] = _ci(mean_ci([bool(r.attacked_correct) for r in sub if r.attacked_correct is not None], **kw))
+        row["AccF_ci"] = _ci(mean_ci([bool(r.attacked_correct) for r in flex_metrics.covered_attacked(sub)], **kw))
         row["ASR_ci"] = _ci(bootstrap_ci(sub, flex_metrics.asr, **kw))
     return table
 
