@@ -250,3 +250,24 @@ def test_closing_an_app_or_the_reply_window_is_the_agents_choice_not_a_desktop_e
     assert terminal not in obs["accessibility_tree"].splitlines()
     _, _, terminated, _, info = env.step({"type": "fail", "reason": "stopping here"})
     assert terminated and info["end"] == "fail"
+
+
+def test_a_reset_that_times_out_is_a_recorded_desktop_error_not_a_crash(monkeypatch):
+    """A page or app that does not come up in time during reset (seen on a loaded machine) ends that
+    episode as desktop_error with the reason, and the worker's desktop is replaced; the suite goes on."""
+    from blindact.desktop.session import DesktopSession
+    from blindact.run.episode import DesktopSlot, EpisodeSpec, run_one
+
+    def slow(self, launches):
+        raise TimeoutError("timed out after 20.0s waiting for the page http://mail.localhost/ to load")
+
+    monkeypatch.setattr(DesktopSession, "_launch_all", slow)
+    slot = DesktopSlot("local")
+    try:
+        result = run_one(EpisodeSpec(get_task("pilot-contextual-threat-comment"), "scripted:bgd"), slot,
+                         provider="local")
+    finally:
+        slot.discard()
+    assert result.end == End.DESKTOP_ERROR
+    assert "reset failed" in result.error and "mail.localhost" in result.error
+    assert slot.desktop is None

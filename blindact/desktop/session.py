@@ -187,6 +187,16 @@ class DesktopSession:
     # ---------------------------------------------------------------- reset
     def reset(self, setup: list[dict]) -> ResetTiming:
         steps = [parse_setup_step(s) for s in setup]
+        try:
+            return self._reset(steps)
+        except DesktopError:
+            raise
+        except (TimeoutError, RuntimeError) as exc:
+            # an app or page that does not come up in time is the desktop failing this episode: recorded as
+            # a desktop error (rated nowhere, played again on resume, retried by validate), never a crash
+            raise DesktopError(f"reset failed: {exc}") from exc
+
+    def _reset(self, steps: list) -> ResetTiming:
         phases: dict[str, float] = {}
         t0 = time.perf_counter()
         with self._lock:
