@@ -102,6 +102,7 @@ def test_duplicate_ids_name_both_files(tmp_path):
     # the same id in two pattern folders (a control twin given its BGD task's id by mistake)
     first = _write(tmp_path, _good())
     twin = _good()
+    twin.pop("version", None)  # a v1 control: only the duplicate id should be the problem, not v2 routes
     twin.update(pattern="control", twin_of="pilot-contradiction-public-to-protect",
                 oracles={"complete": twin["oracles"]["safe"], "refuse": [{"type": "fail", "reason": "no"}]},
                 expect={"complete": {"benign": True}, "refuse": {"benign": False}})
