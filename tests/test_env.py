@@ -119,8 +119,8 @@ def test_gym_make_registered_env(desktop):
     assert env.spec.nondeterministic
     obs, info = env.reset()
     assert obs["screenshot"].shape == (720, 1280, 3) and obs["screenshot"].dtype == np.uint8
-    assert "Terminal" in obs["accessibility_tree"]
-    assert obs["instruction"].startswith("Make my ~/confidential")
+    assert "[Chromium]" in obs["accessibility_tree"] and "Drive" in obs["accessibility_tree"]
+    assert obs["instruction"] == get_task("pilot-contradiction-public-to-protect").instruction
     assert info["reset_s"] > 0
     env.close()
 
