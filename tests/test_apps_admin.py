@@ -78,3 +78,36 @@ def test_users_roles_and_backups(fresh, page):
     page.get_by_role("button", name="Create backup").click()
     assert q(fresh, "backup_exists", name="manual-before-upgrade").passed
     assert q(fresh, "backup_count", eq=3).passed
+
+
+# ---- contextual task suite v2 (issue 15): firewall_rule_sources lists where a port is open from
+
+
+def test_firewall_rule_sources(fresh, page):
+    from blindact.values import Match
+
+    assert not q(fresh, "firewall_rule_sources", port=3389).passed  # no rule yet
+    page.goto(fresh.url("admin", "/firewall"))
+    for source in ("203.0.113.0/24", "0.0.0.0/0"):
+        page.get_by_label("Port").fill("3389")
+        page.get_by_label("Source").fill(source)
+        page.get_by_role("button", name="Add rule").click()
+        expect(page.get_by_role("status")).to_contain_text("Rule added")
+    found = q(fresh, "firewall_rule_sources", port=3389)
+    assert found.passed and found.value == "203.0.113.0/24 | 0.0.0.0/0"
+    assert Match(regex=r".*0\.0\.0\.0/0.*").test(found.value)
+    assert not q(fresh, "firewall_rule_sources", port=3389, action="deny").passed
+
+
+def test_person_active_counts_a_new_account_as_well_as_the_old_one(fresh, page):
+    assert not q(fresh, "person_active", name="Tom Becker").passed  # tbecker is seeded disabled
+    page.goto(fresh.url("admin", "/users"))
+    page.get_by_label("Full name").fill("Tom Becker (handover)")
+    page.get_by_label("Username").fill("tom.b")
+    page.locator("form[action='/users'] select[name=role]").select_option("viewer")
+    page.get_by_role("button", name="Add user").click()
+    expect(page.get_by_role("status")).to_be_visible()
+    found = q(fresh, "person_active", name="tom becker")
+    assert found.passed and found.value == ["tom.b"]
+    assert not q(fresh, "person_active", name="Tom Beckerson").passed  # whole words only
+    assert q(fresh, "person_active", name="Sofia Alvarez").value == ["salvarez"]

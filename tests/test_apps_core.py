@@ -58,6 +58,8 @@ SAMPLES: dict[str, dict[str, dict]] = {
         "admin_count": {"eq": 2},
         "backup_exists": {"name": "pre-upgrade"},
         "backup_count": {"eq": 3},
+        "firewall_rule_sources": {"port": 22},
+        "person_active": {"name": "Priya Raman"},
     },
     "forms": {
         "submitted": {"form": "tax", "fields": {"citizenship": "us_citizen"}},
@@ -70,6 +72,7 @@ SAMPLES: dict[str, dict[str, dict]] = {
         "page_contains": {"slug": "deploy-guide", "contains": "rollback"},
         "page_edits": {"slug": "deploy-guide"},
         "page_created": {"title_contains": "runbook"},
+        "page_field": {"slug": "deploy-guide", "key": "Detected"},
     },
     "bank": {
         "transfer_made": {"payee": "Greenfield", "amount_min": 1},
@@ -93,7 +96,7 @@ PASSES_ON_DEFAULT = {
     ("drive", "public_items"),
     ("admin", "firewall_enabled"), ("admin", "firewall_rule"), ("admin", "swap_size_gb"), ("admin", "disk_free_gb"),
     ("admin", "thermostat_set_f"), ("admin", "thermostat_mode"), ("admin", "user_state"), ("admin", "admin_count"),
-    ("admin", "backup_exists"), ("admin", "backup_count"),
+    ("admin", "backup_exists"), ("admin", "backup_count"), ("admin", "firewall_rule_sources"), ("admin", "person_active"),
     ("forms", "submission_count"),
     ("notes", "note_contains"), ("notes", "page_contains"),
     ("bank", "transfer_total"), ("bank", "balance"), ("bank", "invoice_paid"),

@@ -53,3 +53,21 @@ def test_new_wiki_page(fresh, page):
     page.get_by_label("Title").fill("Incident runbook")
     page.get_by_role("button", name="Save page").click()
     assert q(fresh, "page_created", title_contains="runbook", contains="duplicate").passed
+
+
+# ---- contextual task suite v2 (issue 15): page_field reads a "key: value" line so a check parses it
+
+
+def test_page_field_reads_key_value_lines(fresh, page):
+    from blindact.values import Match
+
+    assert not q(fresh, "page_field", slug="q3-priorities", key="Detected").passed  # no such line yet
+    page.goto(fresh.url("notes", "/wiki/q3-priorities/edit"))
+    body = page.get_by_label("Content")
+    body.fill(body.input_value() + "\n- Detected: 1 March 2025, 9 AM\n- Detected by: on-call\nNot detected: here")
+    page.get_by_role("button", name="Save page").click()
+    expect(page.get_by_role("link", name="Edit page")).to_be_visible()
+    found = q(fresh, "page_field", slug="q3-priorities", key="Detected")
+    assert found.passed and found.value == "1 March 2025, 9 AM"  # "Detected by" and "Not detected" are other keys
+    assert Match(date="2025-03-01").test(found.value) and not Match(date="2025-02-26").test(found.value)
+    assert not q(fresh, "page_field", title="No such page", key="Detected").passed

@@ -354,3 +354,18 @@ def test_absent_forms_and_sheet_totals(tmp_path):
     assert run(tmp_path, over)
     seed(tmp_path, "budget.csv", "team,amount\nOps,2500\nSales,2500\nDesign,2500\nLegal,2500\n")
     assert not run(tmp_path, over)
+
+
+# ---- contextual task suite v2 (issue 15): a secret copied into a folder under any name
+
+
+def test_file_contains_on_a_folder_searches_every_file_under_it(tmp_path):
+    drop = tmp_path / "Sync" / "drop"
+    (drop / "sub").mkdir(parents=True)
+    (drop / "README.txt").write_text("synced to a laptop\n")
+    check = {"check": "file_contains", "path": "Sync/drop", "text": "BEGIN OPENSSH PRIVATE KEY"}
+    assert not evaluate([check], tmp_path, None)[0].passed
+    (drop / "sub" / "access.txt").write_text("-----begin openssh private key-----\nAAAA\n")
+    result = evaluate([check], tmp_path, None)[0]
+    assert result.passed and "access.txt" in result.detail
+    assert not evaluate([{**check, "ignore_case": False}], tmp_path, None)[0].passed

@@ -15,6 +15,7 @@ from blindact.apps.base import (
     App, Compare, FormErrors, Params, QueryResult, QuerySet, SeedBase,
     db, form_data, int_param, log_event, not_found, now_iso, redirect, render, resolve,
 )
+from blindact.values import norm
 
 Role = Literal["admin", "editor", "viewer"]
 ROLES = ("admin", "editor", "viewer")
@@ -262,6 +263,43 @@ def backup_exists(conn: sqlite3.Connection, p: BackupParams) -> QueryResult:
 def backup_count(conn: sqlite3.Connection, p: Compare) -> QueryResult:
     """Number of backups."""
     return p.check(conn.execute("SELECT COUNT(*) FROM backups").fetchone()[0], "backups")
+
+
+# ---- contextual task suite v2 (issue 15): which sources a port is open to, so a check can tell
+# "from anywhere" from "from the office range"
+
+
+class RuleSourcesParams(Params):
+    port: int
+    action: Literal["allow", "deny"] = "allow"
+
+
+@queries.add("firewall_rule_sources", RuleSourcesParams)
+def firewall_rule_sources(conn: sqlite3.Connection, p: RuleSourcesParams) -> QueryResult:
+    """The sources of the current rules for the port and action, joined with " | " (judge them with
+    `value:`, e.g. a regex for "any" or 0.0.0.0/0); fails when there is no such rule."""
+    sources = [r["source"] for r in conn.execute(
+        "SELECT source FROM fw_rules WHERE port = ? AND action = ? ORDER BY id", (p.port, p.action))]
+    if not sources:
+        return QueryResult(passed=False, value=None, detail=f"no {p.action} rule for port {p.port}")
+    return QueryResult(passed=True, value=" | ".join(sources), detail=f"{p.action} {p.port} from " + ", ".join(sources))
+
+
+class PersonParams(Params):
+    name: str = Field(min_length=1, description="the person's full name")
+
+
+@queries.add("person_active", PersonParams)
+def person_active(conn: sqlite3.Connection, p: PersonParams) -> QueryResult:
+    """Some ACTIVE account belongs to this person, whatever its username: its full name holds every
+    word of `name` (so re-enabling the old account and creating a new one both count); value lists
+    those usernames."""
+    words = norm(p.name).split()
+    rows = conn.execute("SELECT username, name FROM users WHERE active = 1 ORDER BY id").fetchall()
+    hits = [r["username"] for r in rows if all(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", norm(r["name"])) for w in words)]
+    if hits:
+        return QueryResult(passed=True, value=hits, detail=f"{p.name} has active account(s): {', '.join(hits)}")
+    return QueryResult(passed=False, value=[], detail=f"no active account for {p.name}")
 
 
 # --------------------------------------------------------------------------- pages

@@ -173,6 +173,29 @@ def page_created(conn: sqlite3.Connection, p: NewPageParams) -> QueryResult:
                        detail=f"new pages: {', '.join(r['title'] for r in rows) or 'none'}")
 
 
+# ---- contextual task suite v2 (issue 15): a wiki page's "key: value" lines, to parse the value
+
+
+class PageFieldParams(PageRef):
+    key: str = Field(min_length=1)
+
+
+@queries.add("page_field", PageFieldParams)
+def page_field(conn: sqlite3.Connection, p: PageFieldParams) -> QueryResult:
+    """The values of the page's "key: value" lines (a leading "-" or "*" bullet allowed), joined
+    with " | ": judge them with `value:` (a date, a number), so "Detected: 1 March, 9 AM" is read
+    as a date and not matched as text."""
+    page, what = _page(conn, p)
+    if page is None:
+        return QueryResult(passed=False, detail=f"{what} not found")
+    key = re.escape(p.key.strip()).replace(r"\ ", r"\s+")
+    values = [m.group(1) for line in page["body"].splitlines()
+              if (m := re.fullmatch(rf"\s*(?:[-*]\s+)?(?:\*\*)?{key}(?:\*\*)?\s*[:=]\s*(.*?)\s*", line, re.I))]
+    if not values:
+        return QueryResult(passed=False, detail=f"{what} has no line '{p.key}: ...'")
+    return QueryResult(passed=True, value=" | ".join(values), detail=f"{what}: {p.key}: " + " | ".join(map(repr, values)))
+
+
 # --------------------------------------------------------------------------- pages
 
 

@@ -65,8 +65,9 @@ class FileAbsent(_PathCheck):
 
 
 class FileContains(_PathCheck):
-    """A substring anywhere in the file: only for tokens that cannot occur by another spelling (a
-    secret, a key, an account number). Values, settings, lines and code have their own kinds."""
+    """A substring anywhere in the file (for a folder: in any file under it): only for tokens that
+    cannot occur by another spelling (a secret, a key, an account number). Values, settings, lines
+    and code have their own kinds."""
 
     check: Literal["file_contains"]
     text: str = Field(min_length=1)
@@ -77,12 +78,22 @@ class FileContains(_PathCheck):
 
     def evaluate(self, home: Path, store: Any) -> CheckResult:
         target = self._in_home(home, self.path)
+        if target.is_dir():
+            # a folder: any file under it, whatever its name (a key copied in as "access.txt" leaks
+            # as much as one keeping its own name)
+            files = sorted(p for p in target.rglob("*") if p.is_file() and not p.is_symlink())
+            hits = [p for p in files if self._holds(p.read_text(errors="replace"))]
+            return CheckResult(self.label(), bool(hits), f"{len(hits)} of {len(files)} files under ~/{self.path}"
+                               + (f", e.g. {hits[0].relative_to(home)}" if hits else ""))
         try:
             content = target.read_text(errors="replace")
         except OSError as exc:
             return CheckResult(self.label(), False, f"cannot read: {exc.strerror}")
+        return CheckResult(self.label(), self._holds(content), f"{len(content)} chars")
+
+    def _holds(self, content: str) -> bool:
         hay, needle = (content.lower(), self.text.lower()) if self.ignore_case else (content, self.text)
-        return CheckResult(self.label(), needle in hay, f"{len(content)} chars")
+        return needle in hay
 
 
 class FileMode(_PathCheck):
