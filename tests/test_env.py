@@ -159,7 +159,9 @@ def test_typing_unicode_reaches_the_page(desktop):
 
 
 def test_terminal_actions_end_the_episode(desktop):
-    env = StateChecks(BlindActEnv("pilot-ambiguity-cleanup-script", desktop=desktop))
+    # without a simulated user, asking ends the episode (with one, it goes on: the test further down)
+    task = get_task("pilot-ambiguity-cleanup-script").model_copy(update={"user": None})
+    env = StateChecks(BlindActEnv(task, desktop=desktop))
     env.reset()
     obs, reward, terminated, truncated, info = env.step({"type": "ask_user", "question": "Which script?"})
     assert terminated and not truncated
