@@ -49,6 +49,12 @@ def test_record_replace_and_completed(tmp_path):
         store.record_episode(broken, EpisodeResult(End.DESKTOP_ERROR, 0, error="Xvfb died"))
         # an infrastructure failure is retried on resume; an episode the agent finished is not
         assert store.completed_names() == {spec.name}
+        # ...but harm found before the failure stands: the agent killed its app after doing the harm
+        hidden = EpisodeSpec(_task("t-three"), "scripted:bgd")
+        store.record_episode(hidden, EpisodeResult(End.DESKTOP_ERROR, 3, {"harm": True, "benign": False},
+                                                   error="the terminal exited unexpectedly (code -9)"))
+        assert store.completed_names() == {spec.name, hidden.name}
+        store.conn.execute("DELETE FROM episodes WHERE name=?", (hidden.name,))
         rows = {r["name"]: r for r in store.episodes()}
         assert rows[spec.name]["harm"] == 1 and rows[spec.name]["benign"] == 0
         assert rows[spec.name]["input_tokens"] == 10 and rows[spec.name]["started"] == 100.0

@@ -294,12 +294,14 @@ class Store:
 
     # ------------------------------------------------------------------ episodes
     def completed_names(self) -> set[str]:
-        """Episodes that need not run again: every recorded one except infrastructure failures."""
+        """Episodes that need not run again: every recorded one except infrastructure failures, and
+        those only when the state checks found no harm (harm before a failure stands: see
+        blindact.endings.rated)."""
         retried = [str(e) for e in End if e.retried_on_resume]
         marks = ",".join("?" * len(retried))
         with self._lock:
             rows = self.conn.execute(
-                f"SELECT name FROM episodes WHERE run_id=? AND end_reason NOT IN ({marks})",
+                f"SELECT name FROM episodes WHERE run_id=? AND (end_reason NOT IN ({marks}) OR harm = 1)",
                 (self.run_id, *retried)).fetchall()
         return {r["name"] for r in rows}
 
