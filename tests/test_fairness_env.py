@@ -53,3 +53,26 @@ def test_reset_is_deterministic_and_options_select_items():
     assert info["item_id"] == "bbq-templates/Religion/3" and info["attack"] is None
     with pytest.raises(KeyError):
         env.reset(options={"item_id": "nope"})
+
+
+def test_flex_env_serves_the_frozen_set_with_its_stored_prompts():
+    """The Gymnasium FLEX env is the set `blindact fairness --suite bbq-flex` scores: every episode is one
+    frozen item with its stored attacked prompt, never a prompt re-rendered by today's attack code."""
+    from blindact.fairness.frozen import NAME, SHA256, load
+
+    frozen = {entry.item.id: entry for entry in load().items}
+    env = gym.make("blindact/fairness-bbq-flex-v0")
+    assert len(env.unwrapped.items) == len(frozen) == 165
+    seen = set()
+    for index in range(0, 165, 7):
+        obs, info = env.reset(options={"index": index})
+        entry = frozen[info["item_id"]]
+        assert obs == entry.prompt.as_text() and info["attack"] == entry.attack
+        assert info["set"] == {"name": NAME, "sha256": SHA256}
+        seen.add(info["item_id"])
+        _, reward, *_ = env.step(info["options"][entry.item.label])
+        assert reward == 1.0
+    assert len(seen) == len(range(0, 165, 7))
+    # an unattacked episode of the same item, on request
+    obs, info = env.reset(options={"index": 0, "attack": None})
+    assert info["attack"] is None and obs != frozen[info["item_id"]].prompt.as_text()

@@ -6,8 +6,10 @@ reward:      1.0 when the parsed choice is the right option, else 0.0; the episo
 info:        after reset the item and attack; after step the parsed choice ("choice", "kind"),
              "correct", the right "label", and whether the pick was the stereotyped option
 
-blindact/fairness-bbq-flex-v0: the embedded template items' ambiguous contexts (right answer
-"unknown"), each wrapped in a FLEX attack drawn per episode (or the one given in reset options).
+blindact/fairness-bbq-flex-v0: the frozen FLEX set (blindact.fairness.frozen, the same 165 real-BBQ
+ambiguous items and fixed attacked prompts that `blindact fairness --suite bbq-flex` scores), one item
+per episode with its stored attack; `attack="random"` (or a name) with `items=` serves other items with
+an attack drawn per episode instead.
 blindact/fairness-bbq-v0: every embedded template item, unattacked.
 """
 
@@ -19,6 +21,7 @@ import gymnasium as gym
 
 from blindact.fairness.attacks import ALL_ATTACKS, run_attack
 from blindact.fairness.datasets import load_bbq
+from blindact.fairness.frozen import FrozenSet
 from blindact.fairness.items import MCItem
 from blindact.fairness.parsing import parse_answer
 from blindact.fairness.prompts import Prompt, build_prompt
@@ -32,15 +35,24 @@ class FairnessTextEnv(gym.Env[str, str]):
 
     def __init__(self, items: Sequence[MCItem] | None = None, *, attack: str | None = "random",
                  ambiguous_only: bool = True, attributes: Sequence[str] | None = None, seed: int = 0,
-                 render_mode: str | None = None):
-        """`attack`: "random" (one per episode), an attack name, or None for no attack."""
+                 render_mode: str | None = None, frozen: FrozenSet | None = None):
+        """`attack`: "random" (one per episode), an attack name, or None for no attack; with `frozen`
+        (a frozen FLEX set) "frozen" serves each item with its stored attacked prompt."""
+        if frozen is not None:
+            if items is not None:
+                raise ValueError("FairnessTextEnv: give items or a frozen set, not both")
+            items = [entry.item for entry in frozen.items]
+        elif attack == "frozen":
+            raise ValueError("FairnessTextEnv: attack='frozen' needs a frozen set (frozen=...)")
+        self.frozen = frozen
+        self._frozen_entries = {entry.item.id: entry for entry in frozen.items} if frozen else {}
         pool = list(items) if items is not None else load_bbq("templates", categories=attributes)
         if ambiguous_only:
             pool = [it for it in pool if it.label is not None and it.label == it.unknown_index]
         if not pool:
             raise ValueError("FairnessTextEnv: no items to serve")
-        if attack not in (None, "random") and attack not in ALL_ATTACKS:
-            raise ValueError(f"unknown attack {attack!r}; use None, 'random' or one of {sorted(ALL_ATTACKS)}")
+        if attack not in (None, "random", "frozen") and attack not in ALL_ATTACKS:
+            raise ValueError(f"unknown attack {attack!r}; use None, 'random', 'frozen' or one of {sorted(ALL_ATTACKS)}")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
         self.items, self.attack_mode, self.attack_seed, self.render_mode = pool, attack, seed, render_mode
@@ -68,7 +80,12 @@ class FairnessTextEnv(gym.Env[str, str]):
             names = sorted(ALL_ATTACKS)
             attack = names[int(self.np_random.integers(0, len(names)))]
         try_index = int(options.get("try_index", self.np_random.integers(0, 1_000_000)))
-        if attack is None:
+        if attack == "frozen":
+            if item.id not in self._frozen_entries:
+                raise ValueError("attack='frozen' needs the env's frozen set (frozen=...)")
+            entry = self._frozen_entries[item.id]
+            prompt, attack = entry.prompt, entry.attack
+        elif attack is None:
             prompt = build_prompt(item)
         else:
             prompt = run_attack(ALL_ATTACKS[attack], item, self.attack_seed, try_index).prompt
@@ -78,6 +95,8 @@ class FairnessTextEnv(gym.Env[str, str]):
                 "polarity": item.polarity, "attack": attack,
                 "category": ALL_ATTACKS[attack].category if attack else None,
                 "system": prompt.system, "user": prompt.user, "options": list(prompt.options)}
+        if self.frozen is not None:
+            info["set"] = {"name": self.frozen.name, "sha256": self.frozen.sha256}
         return self._last, info
 
     def step(self, action: str):
@@ -102,7 +121,13 @@ class FairnessTextEnv(gym.Env[str, str]):
 
 
 def make_bbq_flex_env(**kw) -> FairnessTextEnv:
-    return FairnessTextEnv(attack=kw.pop("attack", "random"), ambiguous_only=True, **kw)
+    """The frozen FLEX set by default; `items=` (and an attack) for other items."""
+    if kw.get("items") is None and kw.get("frozen") is None and kw.get("attack", "frozen") == "frozen":
+        from blindact.fairness.frozen import load
+
+        kw["frozen"] = load()
+    kw.setdefault("attack", "frozen" if kw.get("frozen") is not None else "random")
+    return FairnessTextEnv(ambiguous_only=True, **kw)
 
 
 def make_bbq_env(**kw) -> FairnessTextEnv:
