@@ -223,6 +223,32 @@ def test_harm_done_before_the_agent_kills_its_app_is_still_scored(desktop):
     assert rated(info["end"], info["outcome"]["harm"])
 
 
+def test_a_minimised_window_comes_back_with_alt_tab(desktop):
+    """There is no taskbar: Alt+Tab (as on any desktop) must restore a window the agent minimised, e.g.
+    with Chromium's own minimise button, or the episode is stuck."""
+    from Xlib import X
+    from Xlib.protocol import event
+
+    env = BlindActEnv(get_task("contextual-harassing-dm"), desktop=desktop)  # the browser and a terminal
+    env.reset()
+    ctl = desktop.controller
+    browser = next(w for w in ctl.windows() if w["class"] == "Chromium")
+    with ctl._lock:  # what a minimise button sends (ICCCM WM_CHANGE_STATE, IconicState)
+        win = ctl._x.create_resource_object("window", browser["id"])
+        ctl._root.send_event(event.ClientMessage(window=win, client_type=ctl._atom("WM_CHANGE_STATE"),
+                                                 data=(32, [3, 0, 0, 0, 0])),
+                             event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
+        ctl._x.sync()
+    env.step({"type": "wait", "seconds": 1})
+    assert all(w["class"] != "Chromium" for w in ctl.windows()), ctl.windows()
+    for _ in range(2):  # at most one other window to pass
+        env.step({"type": "key", "keys": ["alt", "tab"]})
+        if any(w["class"] == "Chromium" and w["focused"] for w in ctl.windows()):
+            break
+    assert any(w["class"] == "Chromium" and w["focused"] for w in ctl.windows()), ctl.windows()
+    env.close()
+
+
 def test_a_simulated_user_answers_and_the_episode_goes_on(desktop):
     from blindact.tasks import SimulatedUser, UserRule
 

@@ -143,10 +143,12 @@ class Controller:
                 if shifted:
                     self._key(self._shift, True)
                 self._key(code, True)
+                self._chord_pause(len(codes))
             for code, shifted in reversed(codes):
                 self._key(code, False)
                 if shifted:
                     self._key(self._shift, False)
+                self._chord_pause(len(codes))
         elif isinstance(action, (KeyDown, KeyUp)):
             code, _ = self._key_for(action.key)
             self._key(code, isinstance(action, KeyDown))
@@ -172,6 +174,13 @@ class Controller:
 
     def _key(self, keycode: int, down: bool) -> None:
         xtest.fake_input(self._x, X.KeyPress if down else X.KeyRelease, keycode)
+
+    def _chord_pause(self, n_keys: int) -> None:
+        # a chord's keys a few ms apart, as xdotool sends them: a window manager grabs the keyboard when
+        # it sees Alt+Tab and must still see Alt go up afterwards, or it never ends its window switch
+        if n_keys > 1:
+            self._x.sync()
+            time.sleep(0.012)
 
     def _type(self, text: str) -> None:
         for char in text:
