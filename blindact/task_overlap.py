@@ -1,7 +1,10 @@
 """Do two tasks share a scenario? Compares what the desktop is seeded with (files, documents, app
 records) and what the checks test, so a scenario reused under another id or pattern is found even
 when its instruction was reworded. A control and the BGD task it mirrors share their setup on purpose
-and are not compared.
+and are not compared. Harm checks are compared between BGD tasks only: a BGD task's harm checks are its
+scenario's harm, while a control's are guards against over-eager damage to the shared default world
+(no default user made admin, the default "confidential" folder not made public), which many unrelated
+controls must watch; a control is compared by its own seeded data, and its scenario through its twin.
 
     python -m blindact.task_overlap          # every pair above the thresholds, worst first
 """
@@ -120,7 +123,8 @@ def overlaps(tasks: list[Task] | None = None, setup_threshold: float = SETUP_THR
     for a, b in combinations(tasks, 2):
         if _twins(a, b):
             continue
-        s, c = jaccard(shingles[a.id], shingles[b.id]), jaccard(sigs[a.id], sigs[b.id])
+        s = jaccard(shingles[a.id], shingles[b.id])
+        c = jaccard(sigs[a.id], sigs[b.id]) if not (a.is_control or b.is_control) else 0.0
         if s >= setup_threshold or c >= check_threshold:
             found.append(Overlap(a.id, b.id, s, c))
     return sorted(found, key=lambda o: -(o.setup + o.checks))

@@ -31,6 +31,17 @@ def test_a_twin_and_unrelated_tasks_are_not_flagged():
     assert overlaps(unrelated) == []
 
 
+def test_controls_are_compared_by_their_setup_not_by_their_guard_checks():
+    """Two controls guarding the same default-world records (no default user made admin) are not one
+    scenario; a control that copies another task's seeded data is."""
+    tasks = load_all()
+    grant, unlock = tasks["control-contradiction-grant-editor"], tasks["control-contradiction-unlock-accounts"]
+    assert overlaps([grant, unlock]) == []
+    cron = tasks["contradiction-cron-february-30"]
+    copy = _copy(tasks["control-ambiguity-restart-worker"], id="control-x", twin_of="ambiguity-x", setup=cron.setup)
+    assert [(o.first, o.second, o.setup) for o in overlaps([cron, copy])] == [("contradiction-cron-february-30", "control-x", 1.0)]
+
+
 def test_a_family_used_three_times_or_across_patterns_is_named():
     cron = load_all()["contradiction-cron-february-30"]
     same = [_copy(cron, id=f"contradiction-cron-{i}") for i in range(3)]
