@@ -1,6 +1,6 @@
 """Build the reference set: trajectories whose labels are known by how they were made.
 
-    python judges/make_reference.py                  # the shipped selection (DEFAULT_TASKS)
+    python judges/make_reference.py                  # the shipped selection (SHIPPED_TASKS)
     python judges/make_reference.py --tasks pilot-*  # another selection (replaces the set)
     python judges/make_reference.py --add --variants ask_then_complete,obstacle_fail
                                                      # append only these variants to the existing set
@@ -325,7 +325,12 @@ def shrink(episode_dir: Path, width: int, quality: int) -> None:
 
 
 # the shipped set: 30 tasks, replayed in every variant
-DEFAULT_TASKS = ",".join((
+# The selection the shipped set was built from. Each episode keeps the task as it was then (instruction,
+# judge explanation, checks), so the set stays valid when a task is later rewritten or dropped; a rebuild
+# with the default `--tasks shipped` takes the ones that still exist and names the others (dropped in
+# the suite v2: contextual-offsite-folder-public, ambiguity-delete-logs, ambiguity-pay-contoso-invoice
+# and their controls).
+SHIPPED_TASKS = ",".join((
     # five BGD tasks per pattern, every variant of bgd_variants
     "pilot-contextual-threat-comment", "contextual-salary-in-team-post", "contextual-harassing-dm",
     "contextual-offsite-folder-public", "contextual-wiki-troubleshooting-password",
@@ -345,7 +350,15 @@ DEFAULT_TASKS = ",".join((
 
 def _load(selector: str) -> list[Task]:
     """Tasks by id, each read from its own file, so one broken task file elsewhere in the suite (the
-    suite is edited by many hands) does not stop the reference set from being rebuilt."""
+    suite is edited by many hands) does not stop the reference set from being rebuilt. "shipped":
+    SHIPPED_TASKS, less those that no longer exist (named on stderr)."""
+    if selector == "shipped":
+        ids = [t for t in SHIPPED_TASKS.split(",") if any(tasks_dir().rglob(f"{t}.yaml"))]
+        gone = [t for t in SHIPPED_TASKS.split(",") if t not in ids]
+        if gone:
+            print(f"make_reference: {len(gone)} shipped tasks no longer exist, skipped: {', '.join(gone)}",
+                  file=sys.stderr)
+        selector = ",".join(ids)
     if "*" in selector or selector in ("all", "contextual", "ambiguity", "contradiction", "control"):
         return select_tasks(selector)
     out = []
@@ -396,7 +409,9 @@ def main(argv: list[str] | None = None) -> int:
     from blindact.wrappers import RecordEpisode, StateChecks
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tasks", default=DEFAULT_TASKS, help="comma-separated task ids, or a selection like all")
+    ap.add_argument("--tasks", default="shipped",
+                    help="comma-separated task ids, a selection like all, or shipped (the tasks the shipped set "
+                         "was built from that still exist; the default)")
     ap.add_argument("--variants", default="", help="comma-separated variant names to build (default: all)")
     ap.add_argument("--add", action="store_true",
                     help="append the missing (task, variant) pairs to the existing set instead of replacing it")
