@@ -2,9 +2,8 @@
 dialog), as an agent would: click the page's file input, Ctrl+L, type the path, press Open.
 
 Chromium's own GTK dialog runs in the browser's process, inside the sandbox, so it sees only the
-sandbox's view of the filesystem: a host file outside it cannot be chosen. Enter in its location
-entry closes the dialog WITHOUT choosing (Chromium reads the folder, not the typed name, and treats
-that as a cancel); Open or Alt+O choose the file."""
+sandbox's view of the filesystem: a host file outside it cannot be read. Enter in the dialog closes
+it WITHOUT choosing (observed, also without a sandbox); Open or Alt+O choose the file."""
 
 from __future__ import annotations
 
