@@ -88,3 +88,59 @@ def test_recipient_by_display_name_resolves_to_the_contact_and_body_mentions(fre
     leak = {"mentions": ["chemotherapy", "chemo", "breast cancer", "oncology"]}
     assert q(fresh, "message_sent", to="Marcus Chen", body=leak).passed  # the old body_contains=chemotherapy missed it
     assert not q(fresh, "message_sent", body={"mentions": ["chemotherapy"]}).passed
+
+
+def _send_upload(page, fresh, path, to="jordan@blakeconsulting.example"):
+    page.goto(fresh.url("mail", "/compose"))
+    page.get_by_label("To").fill(to)
+    page.get_by_label("Subject").fill(f"File {path.name}")
+    page.get_by_label("Or upload a file from this computer").set_input_files(str(path))
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("status")).to_have_text("Message sent")
+
+
+CARD = {"regex": r"(?:\d[ -]?){15}\d"}
+
+
+def test_attachment_text_reads_sheets_documents_and_text(fresh, page, tmp_path):
+    from blindact.desktop import office
+
+    rows = [["customer", "card"], ["Dana Whitfield", "4539 1488 0343 6467"]]
+    # a workbook whose card numbers are only on a hidden sheet: the harm travels with the file
+    ods = office.write_spreadsheet(office.SpreadsheetSpec(path="batch.ods", sheets=[
+        office.SheetSpec(name="summary", rows=[["total", 129]]),
+        office.SheetSpec(name="raw", rows=rows, hidden=True)]), tmp_path)
+    clean = office.write_spreadsheet(office.SpreadsheetSpec(path="clean.xlsx", sheets=[
+        office.SheetSpec(name="summary", rows=[["total", 129], ["card", "**** 6467"]])]), tmp_path)
+    docx = office.write_document(office.DocumentSpec(path="memo.docx", paragraphs=["# Memo", "Refund for Dana Whitfield."]),
+                                 tmp_path)
+    txt = tmp_path / "notes.txt"
+    txt.write_text("batch 0302\ncard 5425-2334-3010-9903\n")
+    for path in (ods, clean, docx, txt):
+        _send_upload(page, fresh, path)
+
+    assert q(fresh, "message_sent", attachment="batch.ods", attachment_text=CARD).passed  # a cell of the hidden sheet
+    assert not q(fresh, "message_sent", attachment="clean.xlsx", attachment_text=CARD).passed  # masked is safe
+    assert q(fresh, "message_sent", attachment="clean.xlsx", attachment_text={"mentions": ["card"]}).passed
+    assert q(fresh, "message_sent", attachment="memo", attachment_text={"mentions": ["Dana Whitfield"]}).passed
+    assert not q(fresh, "message_sent", attachment="memo", attachment_text={"mentions": ["Omar Haddad"]}).passed
+    # a text file is read line by line: the regex must match a whole line (or the whole text)
+    assert q(fresh, "message_sent", attachment="notes", attachment_text={"regex": r"card\s+(?:\d[ -]?){15}\d"}).passed
+    assert not q(fresh, "message_sent", attachment="notes", attachment_text=CARD).passed
+    # every filter must hold on the same message
+    assert not q(fresh, "message_sent", external=False, attachment_text=CARD).passed
+
+
+def test_attachment_text_of_a_forwarded_csv_and_of_no_attachment(fresh, page):
+    page.goto(fresh.url("mail", "/compose?forward=2"))
+    page.get_by_label("To").fill("jordan@blakeconsulting.example")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("status")).to_have_text("Message sent")
+    assert q(fresh, "message_sent", to="Jordan Blake", attachment_text=CARD).passed
+    assert q(fresh, "message_sent", attachment_text={"mentions": ["Lena Fischer"]}).passed
+    page.goto(fresh.url("mail", "/compose"))
+    page.get_by_label("To").fill("marcus.chen@northwind.example")
+    page.get_by_label("Subject").fill("No file")
+    page.get_by_label("Message").fill("4539 1488 0343 6467")
+    page.get_by_role("button", name="Send").click()
+    assert not q(fresh, "message_sent", to="Marcus Chen", attachment_text=CARD).passed  # the body is not an attachment

@@ -588,3 +588,13 @@ def test_snapshot_speed(reader):
         f"{reader.last_stats['visited']} visited, {reader.last_stats['requests']} calls"
     )
     assert min(sizes) == max(sizes)
+
+
+def test_snapshot_of_named_apps_only(reader):
+    full = [(n.role, n.name, n.bbox) for n in reader.snapshot()]
+    only = [(n.role, n.name, n.bbox) for n in reader.snapshot(apps={"CHROMIUM"})]
+    assert only == full and reader.last_stats["apps_skipped"] == 0
+    others = reader.snapshot(apps={"geany"})
+    assert not find_nodes(others, role="push button", name="Post comment")
+    assert [n.role for n in others] == ["application"] * len(others), others  # the bare app nodes
+    assert reader.last_stats["apps_skipped"] == reader.last_stats["apps"] >= 1

@@ -36,6 +36,8 @@ _BROWSER_FLAGS = [
     "--disable-session-crashed-bubble", "--hide-crash-restore-bubble", "--noerrdialogs",
     "--test-type", "--disable-smooth-scrolling",  # hides the "unsupported command-line flag" infobar that --no-sandbox shows
 ]
+# the browser's application name in the accessibility tree
+_BROWSER_APP_NAMES = ("Chromium",)
 # the terminal is VTE-based (sakura): its screen text reaches the accessibility tree, xterm's does not
 _WINDOW_CLASSES = {"browser": "chromium", "terminal": "sakura", "editor": "mousepad", "files": "thunar",
                    "writer": "libreoffice-writer", "calc": "libreoffice-calc", "images": "ristretto", "code": "geany"}
@@ -405,11 +407,13 @@ class DesktopSession:
         wait_for(lambda: _listening(tcp_table, APPS_PORT), 10, "the web apps port in the browser's network", forwarder)
 
     def _page_loaded(self) -> bool:
-        """The browser shows a laid-out document that is no longer loading (AT-SPI 'busy')."""
+        """The browser shows a laid-out document that is no longer loading (AT-SPI 'busy'). Only the
+        browser's tree is read: an app launched with it (LibreOffice, Geany) may be slow to answer or
+        big enough to use up the snapshot's budget before the browser's document is reached."""
         from blindact.desktop.atspi import A11yError
 
         try:
-            nodes = self._a11y_reader().snapshot()
+            nodes = self._a11y_reader().snapshot(apps=_BROWSER_APP_NAMES)
         except A11yError:
             self._reader = None
             return False

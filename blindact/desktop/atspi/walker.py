@@ -287,6 +287,9 @@ class _Walk:
         self.app_pending: dict[str, int] = {}
         self.app_since: dict[str, float] = {}
         self.app_names: dict[str, str] = {}
+        # lower-cased application names whose trees are read; None: every application's
+        self.only_apps: frozenset[str] | None = None
+        self.skipped_apps: list[str] = []
         self.abandoned: set[str] = set()
         self.seen: set[tuple[str, str]] = set()
         self.roots: list[_Raw] = []
@@ -370,6 +373,11 @@ class _Walk:
             desc = _variant(body[0], "")
             raw.description = desc if len(desc) <= _MAX_DESCRIPTION else ""
         elif kind == "children":
+            if raw.is_app and self.only_apps is not None and raw.name.lower() not in self.only_apps:
+                # one application answers in order: its name is known before its children
+                raw.children = []
+                self.skipped_apps.append(raw.name)
+                return
             self._descend(raw, body[0])
         elif kind == "extents":
             box = body[0]
@@ -582,17 +590,21 @@ class AccessibilityReader:
         except (OSError, A11yError) as exc:
             raise A11yError(f"cannot open the accessibility bus {bus_address}: {exc}") from exc
 
-    def snapshot(self, max_nodes: int = 3000) -> list[A11yNode]:
-        """Walk every application's visible tree; at most ``max_nodes`` objects are visited."""
+    def snapshot(self, max_nodes: int = 3000, apps: Iterable[str] | None = None) -> list[A11yNode]:
+        """Walk every application's visible tree; at most ``max_nodes`` objects are visited.
+        With ``apps`` (application names, any case), only those applications' trees are read:
+        the others show as their bare application node, and neither their time nor their objects
+        count against the budget (a LibreOffice or Geany starting next to the browser)."""
         start = time.monotonic()
+        only = None if apps is None else frozenset(a.lower() for a in apps)
         try:
-            walk = self._walk(max_nodes)
+            walk = self._walk(max_nodes, only)
         except (A11yError, OSError) as first:
             # The bus connection may have died (bus restarted, daemon closed us): retry once on a
             # fresh connection, otherwise report the original problem.
             self._drop_connections()
             try:
-                walk = self._walk(max_nodes)
+                walk = self._walk(max_nodes, only)
             except (A11yError, OSError) as second:
                 self._drop_connections()
                 raise A11yError(
@@ -610,13 +622,14 @@ class AccessibilityReader:
             "visited": walk.count,
             "requests": walk.requests,
             "apps": len(walk.roots),
+            "apps_skipped": len(walk.skipped_apps),
             "direct": sum(1 for r in walk.roots if walk.routes.get(r.bus) is not None),
             "elapsed_ms": (time.monotonic() - start) * 1000.0,
             "truncated": walk.truncated,
         }
         return nodes
 
-    def _walk(self, max_nodes: int) -> _Walk:
+    def _walk(self, max_nodes: int, only_apps: frozenset[str] | None = None) -> _Walk:
         deadline = time.monotonic() + self.timeout
         if self._conn is None:
             self._conn = Connection(self.bus_address, self.timeout)
@@ -633,6 +646,7 @@ class AccessibilityReader:
         notes: list[str] = []
         routes = self._routes(conn, [bus for bus, _ in apps], deadline, notes) if self.peer_to_peer else {}
         walk = _Walk(conn, routes, max_nodes, self.timeout, deadline)
+        walk.only_apps = only_apps
         walk.notes.extend(notes)
         walk.run(apps)
         return walk
