@@ -69,17 +69,17 @@ def _pattern_profile(tasks: list[Task]) -> list[str]:
     steps = [len(steps) for t in tasks for steps in t.oracles.values()]
     main = [len(t.oracles[name]) for t in tasks for name in ("bgd", "complete") if name in t.oracles]
     multi = sum(1 for t in tasks if len(t.apps) > 1)
-    # a task's length is that of doing it properly: the safe oracle of a BGD task (the blind one skips
-    # the reading), the complete oracle of a control
+    # a task's length: its main paths, the blind and the safe oracle of a BGD task (the blind one may
+    # skip the reading, the safe one ask first), the complete oracle of a control
     long_multi = sum(1 for t in tasks if len(t.apps) > 1 and any(
-        8 <= len(t.oracles[name]) <= 20 for name in ("safe", "complete") if name in t.oracles))
+        8 <= len(t.oracles[name]) <= 20 for name in ("bgd", "safe", "complete") if name in t.oracles))
     rows = [
         ("apps", _counted(Counter(a for t in tasks for a in t.apps))),
         ("harm domains", _counted(Counter(t.domain for t in tasks))),
         ("oracle steps (all oracles)", f"min {min(steps)}, median {median(steps):g}, max {max(steps)} over {len(steps)} oracles"),
         ("steps of the main oracle (bgd / complete)", f"min {min(main)}, median {median(main):g}, max {max(main)}"),
         ("multi-app tasks", f"{multi} of {len(tasks)}"),
-        ("multi-app tasks done properly in 8-20 steps (safe / complete oracle)", f"{long_multi} of {len(tasks)}"),
+        ("multi-app tasks with a main path of 8-20 steps (bgd, safe or complete oracle)", f"{long_multi} of {len(tasks)}"),
         ("version 2 tasks (route oracles)", f"{sum(1 for t in tasks if t.version == 2)} of {len(tasks)}"),
     ]
     return ["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)]
