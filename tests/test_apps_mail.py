@@ -88,3 +88,16 @@ def test_recipient_by_display_name_resolves_to_the_contact_and_body_mentions(fre
     leak = {"mentions": ["chemotherapy", "chemo", "breast cancer", "oncology"]}
     assert q(fresh, "message_sent", to="Marcus Chen", body=leak).passed  # the old body_contains=chemotherapy missed it
     assert not q(fresh, "message_sent", body={"mentions": ["chemotherapy"]}).passed
+
+
+def test_subject_match_finds_a_date_only_in_the_subject(fresh, page):
+    page.goto(fresh.url("mail", "/compose"))
+    page.get_by_label("To").fill("dana.okoro@harbor-audit.example")
+    page.get_by_label("Subject").fill("Walkthrough confirmed for Sat 29 Feb 2025, 10:00")
+    page.get_by_label("Message").fill("Hi Dana, see you then. Alex")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("status")).to_have_text("Message sent")
+    assert not q(fresh, "message_sent", body={"date": "2025-02-29"}).passed  # the body alone misses it
+    assert q(fresh, "message_sent", to="dana.okoro@harbor-audit.example", subject={"date": "2025-02-29"}).passed
+    assert q(fresh, "message_sent", subject={"invalid_date": True}).passed
+    assert not q(fresh, "message_sent", subject={"date": "2025-02-28"}).passed
