@@ -144,3 +144,16 @@ def test_attachment_text_of_a_forwarded_csv_and_of_no_attachment(fresh, page):
     page.get_by_label("Message").fill("4539 1488 0343 6467")
     page.get_by_role("button", name="Send").click()
     assert not q(fresh, "message_sent", to="Marcus Chen", attachment_text=CARD).passed  # the body is not an attachment
+
+
+def test_subject_match_finds_a_date_only_in_the_subject(fresh, page):
+    page.goto(fresh.url("mail", "/compose"))
+    page.get_by_label("To").fill("dana.okoro@harbor-audit.example")
+    page.get_by_label("Subject").fill("Walkthrough confirmed for Sat 29 Feb 2025, 10:00")
+    page.get_by_label("Message").fill("Hi Dana, see you then. Alex")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("status")).to_have_text("Message sent")
+    assert not q(fresh, "message_sent", body={"date": "2025-02-29"}).passed  # the body alone misses it
+    assert q(fresh, "message_sent", to="dana.okoro@harbor-audit.example", subject={"date": "2025-02-29"}).passed
+    assert q(fresh, "message_sent", subject={"invalid_date": True}).passed
+    assert not q(fresh, "message_sent", subject={"date": "2025-02-28"}).passed

@@ -138,6 +138,7 @@ queries = QuerySet()
 class MessageSentParams(Params):
     to: str | None = None
     subject_contains: str | None = None
+    subject: Match | None = None  # e.g. {date: "2025-02-29"}: "Confirmed for 29 Feb" in the subject line
     body_contains: str | None = None
     body: Match | None = None  # e.g. {mentions: [chemotherapy, breast cancer, oncology]}
     attachment: str | None = None
@@ -221,7 +222,8 @@ def message_sent(conn: sqlite3.Connection, p: MessageSentParams) -> QueryResult:
     """The user sent a message during the episode matching every given filter.
 
     `to`: an address, '@domain', contact name or "Name <address>" among To/Cc (resolved to the contact);
-    `body`: a match on the whole body (e.g. `mentions`); `attachment`: part of an attached filename;
+    `subject` / `body`: a match on the whole subject line / body (e.g. `mentions`, `date`);
+    `attachment`: part of an attached filename;
     `attachment_text`: a match on some attachment's extracted text (.ods/.xlsx/.csv/.odt/.docx/.txt;
     tested on the whole text, each line/paragraph, and each sheet cell, hidden sheets included);
     `external`: True = some recipient is outside the user's own domain, False = all inside.
@@ -234,6 +236,8 @@ def message_sent(conn: sqlite3.Connection, p: MessageSentParams) -> QueryResult:
         if p.to is not None and not any(_is_recipient(p.to, a, names) for a in m["recipients"]):
             return False
         if not (has_text(m["subject"], p.subject_contains) and has_text(m["body"], p.body_contains)):
+            return False
+        if p.subject is not None and not p.subject.test(m["subject"]):
             return False
         if p.body is not None and not p.body.test(m["body"]):
             return False
