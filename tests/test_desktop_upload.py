@@ -94,6 +94,6 @@ def test_the_file_chooser_sees_only_the_sandbox(desktop):
         act(desktop, {"type": "key", "keys": ["escape"]})
     else:  # GTK passes the typed name on; the browser cannot read it
         act(desktop, {"type": "click", "target": {"role": "push button", "name": "Send"}})
-        assert "Your file couldn’t be accessed" in desktop.accessibility_tree()
+        assert wait(lambda: "Your file couldn’t be accessed" in desktop.accessibility_tree()), desktop.accessibility_tree()[:3000]
     assert desktop.store.query("mail", "sent_count", {"eq": 0}).passed
 

@@ -14,6 +14,7 @@ import json
 import os
 import threading
 from concurrent.futures import Future
+from urllib.parse import urlsplit
 
 from blindact.desktop.procs import Proc
 
@@ -113,6 +114,21 @@ class Browser:
     def page_targets(self) -> list[dict]:
         infos = self.cdp.call("Target.getTargets")["targetInfos"]
         return [t for t in infos if t["type"] == "page"]
+
+    def page_ready(self, url: str) -> bool:
+        """Whether a page showing `url` (its newest window) has finished loading (document.readyState
+        is "complete"), asked over the pipe: true even while another app's window hides the page."""
+        host = urlsplit(url).netloc  # a redirect may change the path, not the site
+        pages = [t for t in self.page_targets() if urlsplit(t.get("url", "")).netloc == host]
+        if not pages:
+            return False
+        session = self.cdp.call("Target.attachToTarget", {"targetId": pages[-1]["targetId"], "flatten": True})["sessionId"]
+        try:
+            reply = self.cdp.call("Runtime.evaluate", {"expression": "document.readyState", "returnByValue": True},
+                                  session, timeout=2.0)
+        finally:
+            self.cdp.call("Target.detachFromTarget", {"sessionId": session})
+        return reply.get("result", {}).get("value") == "complete"
 
     def fresh_window(self, url: str) -> None:
         """Show `url` in a new window, close every other window, forget cookies and site data."""

@@ -308,9 +308,30 @@ class DesktopSession:
         started = [self._launch(launch) for launch in launches]
         windows = [self._await_window(*item) for item in started]
         if len(windows) > 1:
-            self.controller.activate(windows[-1])
-            wait_for(lambda: any(w["id"] == windows[-1] and w["focused"] for w in self.controller.windows()),
-                     5, f"the window of {_APP_LABELS[launches[-1].app]} to come to the front", interval=0.02)
+            self._bring_to_front(windows[-1], _APP_LABELS[launches[-1].app])
+        front = launches[-1]
+        if front.app == "browser" and front.url and not front.url.startswith("about:"):
+            # a page hidden behind another app's window is not laid out: only now, in front, it shows
+            wait_for(self._page_loaded, 20, f"the page {front.url} to show", self._apps.get("browser"), interval=0.05)
+            if len(windows) > 1:
+                self._bring_to_front(windows[-1], _APP_LABELS[front.app], steady=0.5)
+
+    def _bring_to_front(self, window: int, label: str, steady: float = 1.5, within: float = 10.0) -> None:
+        """Activate `window` and keep it in front until it has stayed there `steady` seconds: an app
+        started with it (LibreOffice finishing its load) may still raise itself over it."""
+        def focused() -> bool:
+            return any(w["id"] == window and w["focused"] for w in self.controller.windows())
+
+        deadline = time.monotonic() + within
+        self.controller.activate(window)
+        wait_for(focused, 5, f"the window of {label} to come to the front", interval=0.02)
+        since = time.monotonic()
+        while time.monotonic() - since < steady and time.monotonic() < deadline:
+            time.sleep(0.05)
+            if not focused():
+                self.controller.activate(window)
+                wait_for(focused, 5, f"the window of {label} to come to the front", interval=0.02)
+                since = time.monotonic()
 
     def _launch(self, launch) -> tuple:
         binary = _APP_BINARIES[launch.app]
@@ -357,8 +378,21 @@ class DesktopSession:
                          if w["class"].lower() == wanted and w["id"] not in before), None)
 
         window = wait_for(new_window, 20, f"the window of {_APP_LABELS[launch.app]}", proc, interval=0.1)
+        if launch.app in ("writer", "calc") and launch.file:
+            # LibreOffice maps its window before the document is in it, and raises it once loaded:
+            # wait for the document's name in the title, so that raise cannot come after the reset
+            # has brought the last app to the front
+            # (bounded and not an error: a CSV opens its import dialog first, the title follows later)
+            name = Path(launch.file).name
+            try:
+                wait_for(lambda: any(w["id"] == window and name in w["title"] for w in self.controller.windows()),
+                         10, f"{_APP_LABELS[launch.app]} to load {launch.file}", proc, interval=0.1)
+            except TimeoutError:
+                pass
         if launch.app == "browser" and launch.url and not launch.url.startswith("about:"):
-            wait_for(self._page_loaded, 20, f"the page {launch.url} to load", proc, interval=0.05)
+            # asked over DevTools, not the accessibility tree: an app launched with the browser may
+            # open its window over the page, and a hidden page is not laid out for AT-SPI
+            wait_for(lambda: self._page_ready(launch.url), 20, f"the page {launch.url} to load", proc, interval=0.05)
             # a new browser opens on a blank window that the page's own window then replaces
             window = wait_for(new_window, 5, f"the window of {_APP_LABELS[launch.app]}", proc, interval=0.05)
         return window
@@ -405,6 +439,12 @@ class DesktopSession:
         self._forwarders.append(forwarder)
         tcp_table = f"/proc/{net_pid or 'self'}/net/tcp"
         wait_for(lambda: _listening(tcp_table, APPS_PORT), 10, "the web apps port in the browser's network", forwarder)
+
+    def _page_ready(self, url: str) -> bool:
+        try:
+            return self._browser is not None and self._browser.page_ready(url)
+        except (CDPError, TimeoutError):
+            return False
 
     def _page_loaded(self) -> bool:
         """The browser shows a laid-out document that is no longer loading (AT-SPI 'busy'). Only the
