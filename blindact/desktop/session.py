@@ -223,15 +223,18 @@ class DesktopSession:
             phases["apps_state"] = time.perf_counter() - t
             t = time.perf_counter()
             batch: list = []
+            launched: list = []  # (app, window) in launch order
             for step in [*steps, None]:
                 if isinstance(step, LaunchStep):
                     batch.append(step.launch)
                     continue
                 if batch:
-                    self._launch_all(batch)
+                    launched += zip([launch.app for launch in batch], self._launch_all(batch))
                     batch = []
                 if isinstance(step, RunStep):
                     self._run(step)
+            if any(app in ("writer", "calc") for app, _ in launched[:-1]):
+                self._keep_in_front(launched[-1][1])
             phases["launch"] = time.perf_counter() - t
             t = time.perf_counter()
             self.settle(max_wait=3.0, quiet=0.1)
@@ -300,7 +303,7 @@ class DesktopSession:
         if proc.popen.returncode != 0:
             raise SetupError(f"setup command failed (exit {proc.popen.returncode}): {step.run!r}\n{proc.log_tail()}")
 
-    def _launch_all(self, launches: list) -> None:
+    def _launch_all(self, launches: list) -> list[int]:
         """Start apps together (each start is mostly waiting for its window), then wait for all of
         them, and bring the last one to the front as if it had been opened last."""
         started = [self._launch(launch) for launch in launches]
@@ -309,6 +312,19 @@ class DesktopSession:
             self.controller.activate(windows[-1])
             wait_for(lambda: any(w["id"] == windows[-1] and w["focused"] for w in self.controller.windows()),
                      5, f"the window of {_APP_LABELS[launches[-1].app]} to come to the front", interval=0.02)
+        return windows
+
+    def _keep_in_front(self, window: int, seconds: float = 2.5) -> None:
+        """LibreOffice takes the focus back once its document has loaded, a moment after its window
+        shows: keep the app launched last in front (as the task's setup put it) until that has passed."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            windows = self.controller.windows()
+            if not any(w["id"] == window for w in windows):
+                return  # replaced (a browser page's own window): nothing to hold
+            if not any(w["id"] == window and w["focused"] for w in windows):
+                self.controller.activate(window)
+            time.sleep(0.1)
 
     def _launch(self, launch) -> tuple:
         binary = _APP_BINARIES[launch.app]
