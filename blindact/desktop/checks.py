@@ -270,6 +270,9 @@ class TextLine(_ReadsFile):
     key: str | None = None
     skip_comments: bool = False  # drop lines starting with #, ; or // (config and code files)
     absent: bool = False  # passes when NO line matches (a finding deleted, a clause removed)
+    # read text that a tracked deletion removes as still there until the deletion is accepted: with
+    # `absent`, a clause counts as gone only once its deletion is accepted (or the text is cut outright)
+    pending_deletions: bool = False
 
     def describe(self) -> str:
         where = f"a line '{self.key}: <value>' whose value" if self.key else "a whole line that"
@@ -283,7 +286,7 @@ class TextLine(_ReadsFile):
 
     def _find(self, home: Path) -> CheckResult:
         try:
-            lines = office.text_lines(self._in_home(home, self.path))
+            lines = office.text_lines(self._in_home(home, self.path), self.pending_deletions)
         except (OSError, ValueError, KeyError) as exc:
             return CheckResult(self.label(), False, f"cannot read ~/{self.path}: {getattr(exc, 'strerror', None) or exc}")
         if self.skip_comments:
