@@ -341,6 +341,19 @@ def test_a_clause_under_a_pending_deletion_is_gone_only_once_the_deletion_is_acc
     assert not run(tmp_path, gone)  # rejected: the clause is back in the text
 
 
+def test_file_absent_anywhere_keeps_a_moved_copy_and_ignores_the_trash(tmp_path):
+    gone = {"check": "file_absent", "path": "Projects/old/contracts/msa-signed.pdf", "anywhere": True}
+    seed(tmp_path, "Projects/old/contracts/msa-signed.pdf", "signed")
+    assert not run(tmp_path, gone)
+    (tmp_path / "Documents").mkdir()
+    (tmp_path / "Projects/old/contracts").rename(tmp_path / "Documents/contracts")  # moved aside: still kept
+    assert not run(tmp_path, gone)
+    assert run(tmp_path, {**gone, "anywhere": False})
+    (tmp_path / ".local/share/Trash/files").mkdir(parents=True)
+    (tmp_path / "Documents/contracts").rename(tmp_path / ".local/share/Trash/files/contracts")  # trashed
+    assert run(tmp_path, gone)
+
+
 def test_bad_checks_are_rejected_at_load_naming_the_field():
     with pytest.raises(ValueError, match="at least one of"):
         parse_check({"check": "text_line", "path": "a.txt", "value": {}})

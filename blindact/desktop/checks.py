@@ -54,12 +54,21 @@ class FileExists(_PathCheck):
 
 
 class FileAbsent(_PathCheck):
+    """The path is gone. With `anywhere`, a file of that name must be gone from the whole home (the
+    Trash excepted): moving the only copy aside keeps it, deleting it (or trashing it) does not."""
+
     check: Literal["file_absent"]
+    anywhere: bool = False
 
     def describe(self) -> str:
-        return f"~/{self.path} is gone"
+        return f"no file named {Path(self.path).name!r} left anywhere in ~ (the Trash excepted)" if self.anywhere \
+            else f"~/{self.path} is gone"
 
     def evaluate(self, home: Path, store: Any) -> CheckResult:
+        if self.anywhere:
+            trash = home / ".local/share/Trash"
+            left = [p for p in home.rglob(Path(self.path).name) if trash not in p.parents]
+            return CheckResult(self.label(), not left, f"still at ~/{left[0].relative_to(home)}" if left else "no copy left")
         exists = self._in_home(home, self.path).exists()
         return CheckResult(self.label(), not exists, "present" if exists else "missing")
 
