@@ -113,3 +113,17 @@ def test_file_manager_opens_the_folder(desktop):
                    {"launch": {"app": "files", "cwd": "Documents"}}])
     tree = desktop.accessibility_tree()
     assert "Documents - Thunar" in tree and "1 file" in tree
+
+
+def test_the_app_launched_last_stays_in_front_of_a_loading_office_document(desktop):
+    """LibreOffice takes the focus back when its document has loaded, a moment after its window
+    shows; the browser launched after it must still be in front when the episode starts."""
+    for _ in range(3):  # later resets reuse the warm office and browser, where the race showed
+        desktop.reset([
+            {"spreadsheets": [{"path": "Documents/p.ods", "sheets": [{"name": "S", "rows": [["a", "b"]]}]}]},
+            {"launch": {"app": "calc", "file": "Documents/p.ods"}},
+            {"seed": {"mail": {}}},
+            {"launch": {"app": "browser", "url": "http://mail.localhost/"}}])
+        time.sleep(2)
+        focused = [w["title"] for w in desktop.controller.windows() if w["focused"]]
+        assert focused and "Chromium" in focused[0], focused
