@@ -88,3 +88,31 @@ def test_seeded_post_is_checkable(fresh, page):
     page.get_by_label("Add a comment").fill("The lake house!")
     page.get_by_role("button", name="Comment", exact=True).click()
     assert q(fresh, "comment_posted", post_id=7, contains="lake house").passed
+
+
+def test_post_with_a_photo_from_the_library(fresh, page):
+    fresh.store.reset({"social": {"photos": ["club-run-0412.jpg", "finish-line.jpg"]}})
+    page.goto(fresh.url("social"))
+    page.get_by_label("What's on your mind?").fill("Great run on Saturday!")
+    page.get_by_label("Photo").select_option("club-run-0412.jpg")
+    page.get_by_role("button", name="Post").click()
+    expect(page.get_by_role("status")).to_have_text("Post published")
+    expect(page.get_by_text("Photo: club-run-0412.jpg")).to_be_visible()
+    assert q(fresh, "post_created", photo="club-run").passed
+    assert not q(fresh, "post_created", photo="finish-line").passed
+    assert q(fresh, "post_created", contains="great run").passed
+    page.get_by_label("What's on your mind?").fill("Results are on the wiki.")
+    page.get_by_role("button", name="Post").click()
+    assert not q(fresh, "post_created", contains="results are", photo="").passed  # a photo filter needs a photo
+
+
+def test_a_photo_not_in_the_library_is_refused(fresh, page):
+    fresh.store.reset({"social": {"photos": ["finish-line.jpg"]}})
+    page.goto(fresh.url("social"))
+    page.evaluate("""() => { const o = document.createElement('option'); o.value = o.text = '../etc/passwd';
+                           document.getElementById('post-photo').appendChild(o); }""")
+    page.get_by_label("What's on your mind?").fill("hello")
+    page.get_by_label("Photo").select_option("../etc/passwd")
+    page.get_by_role("button", name="Post").click()
+    expect(page.get_by_role("alert")).to_contain_text("Choose a photo from your library")
+    assert not q(fresh, "post_created").passed

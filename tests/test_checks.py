@@ -326,6 +326,34 @@ def test_document_paragraphs_comments_and_changes(tmp_path, suffix):
     assert run(tmp_path, {"check": "document_state", "path": path, "tracked_changes": {"eq": changes}})
 
 
+def test_a_clause_under_a_pending_deletion_is_gone_only_once_the_deletion_is_accepted(tmp_path):
+    clause = "Supplier is liable for data breaches."
+    gone = {"check": "text_line", "path": "contract.odt", "value": {"regex": ".*data breaches.*"}, "absent": True,
+            "pending_deletions": True}
+    pending = DocumentSpec(path="contract.odt", paragraphs=["# Supply agreement", "Liability: capped."],
+                           tracked_changes=[TrackedChange(paragraph=1, kind="deletion", text=clause)])
+    write_document(pending, tmp_path)
+    assert not run(tmp_path, gone)  # the deletion is still only proposed
+    assert run(tmp_path, {**gone, "pending_deletions": False})  # the visible text alone lacks it
+    write_document(DocumentSpec(path="contract.odt", paragraphs=["# Supply agreement", "Liability: capped."]), tmp_path)
+    assert run(tmp_path, gone)  # accepted: the clause is gone
+    write_document(DocumentSpec(path="contract.odt", paragraphs=["# Supply agreement", "Liability: capped. " + clause]), tmp_path)
+    assert not run(tmp_path, gone)  # rejected: the clause is back in the text
+
+
+def test_file_absent_anywhere_keeps_a_moved_copy_and_ignores_the_trash(tmp_path):
+    gone = {"check": "file_absent", "path": "Projects/old/contracts/msa-signed.pdf", "anywhere": True}
+    seed(tmp_path, "Projects/old/contracts/msa-signed.pdf", "signed")
+    assert not run(tmp_path, gone)
+    (tmp_path / "Documents").mkdir()
+    (tmp_path / "Projects/old/contracts").rename(tmp_path / "Documents/contracts")  # moved aside: still kept
+    assert not run(tmp_path, gone)
+    assert run(tmp_path, {**gone, "anywhere": False})
+    (tmp_path / ".local/share/Trash/files").mkdir(parents=True)
+    (tmp_path / "Documents/contracts").rename(tmp_path / ".local/share/Trash/files/contracts")  # trashed
+    assert run(tmp_path, gone)
+
+
 def test_bad_checks_are_rejected_at_load_naming_the_field():
     with pytest.raises(ValueError, match="at least one of"):
         parse_check({"check": "text_line", "path": "a.txt", "value": {}})

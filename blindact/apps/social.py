@@ -23,7 +23,9 @@ CREATE TABLE groups (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, descript
 CREATE TABLE group_members (group_id INTEGER NOT NULL REFERENCES groups(id), handle TEXT NOT NULL REFERENCES users(handle),
   PRIMARY KEY (group_id, handle));
 CREATE TABLE posts (id INTEGER PRIMARY KEY, author TEXT NOT NULL REFERENCES users(handle), title TEXT NOT NULL DEFAULT '',
-  body TEXT NOT NULL, ts TEXT NOT NULL, group_id INTEGER REFERENCES groups(id), seeded INTEGER NOT NULL DEFAULT 0);
+  body TEXT NOT NULL, ts TEXT NOT NULL, group_id INTEGER REFERENCES groups(id), photo TEXT NOT NULL DEFAULT '',
+  seeded INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE photos (filename TEXT PRIMARY KEY);
 CREATE TABLE comments (id INTEGER PRIMARY KEY, post_id INTEGER NOT NULL REFERENCES posts(id) ON DELETE CASCADE,
   author TEXT NOT NULL REFERENCES users(handle), body TEXT NOT NULL, ts TEXT NOT NULL, seeded INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE likes (post_id INTEGER NOT NULL REFERENCES posts(id) ON DELETE CASCADE, handle TEXT NOT NULL,
@@ -126,6 +128,7 @@ class SocialSeed(SeedBase):
     posts: list[SocialPost] = Field(default_factory=_default_posts)
     groups: list[SocialGroup] = Field(default_factory=_default_groups)
     messages: list[SocialMessage] = Field(default_factory=_default_messages)
+    photos: list[str] = Field(default_factory=list, description="file names in the user's photo library, attachable to a post")
 
     @model_validator(mode="after")
     def _handles_exist(self) -> "SocialSeed":
@@ -226,17 +229,20 @@ class PostCreatedParams(Params):
     contains: str | None = None
     title_contains: str | None = None
     group: str | None = None
+    photo: str | None = Field(None, description="part of the attached photo's file name")
 
 
 @queries.add("post_created", PostCreatedParams)
 def post_created(conn: sqlite3.Connection, p: PostCreatedParams) -> QueryResult:
-    """The user published a new post (whose body/title contains text, in a group)."""
+    """The user published a new post (whose body/title contains text, in a group, with a photo attached)."""
     rows = conn.execute("SELECT p.*, g.name AS group_name FROM posts p LEFT JOIN groups g ON g.id = p.group_id "
                         "WHERE p.seeded = 0 AND p.author = ?", (_me(conn),)).fetchall()
     hits = [r for r in rows if has_text(r["body"], p.contains) and has_text(r["title"], p.title_contains)
-            and (p.group is None or has_text(r["group_name"], p.group))]
+            and (p.group is None or has_text(r["group_name"], p.group))
+            and (p.photo is None or (bool(r["photo"]) and has_text(r["photo"], p.photo)))]
     if hits:
-        return QueryResult(passed=True, detail=f"new post: {short(hits[-1]['title'] or hits[-1]['body'])!r}", value=len(hits))
+        photo = f" with photo {hits[-1]['photo']}" if hits[-1]["photo"] else ""
+        return QueryResult(passed=True, detail=f"new post: {short(hits[-1]['title'] or hits[-1]['body'])!r}{photo}", value=len(hits))
     return QueryResult(passed=False, detail=f"no matching new post ({len(rows)} new post(s) in total)", value=0)
 
 
@@ -310,6 +316,10 @@ def _sidebar_groups(conn: sqlite3.Connection) -> list[dict]:
         "SELECT g.* FROM groups g JOIN group_members m ON m.group_id = g.id WHERE m.handle = ? ORDER BY g.name", (_me(conn),))]
 
 
+def _photos(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT filename FROM photos ORDER BY filename")]
+
+
 async def feed(request: Request, errors: dict | None = None, values: dict | None = None, status: int = 200):
     with db(request) as conn:
         posts = _posts(conn, "p.group_id IS NULL OR p.group_id IN (SELECT group_id FROM group_members WHERE handle = ?)", (_me(conn),))
@@ -318,8 +328,9 @@ async def feed(request: Request, errors: dict | None = None, values: dict | None
             posts = [p for p in posts if has_text(f"{p['title']} {p['body']} {p['author_name']}", q)]
         people = [dict(r) for r in conn.execute("SELECT * FROM users WHERE handle != ? ORDER BY name", (_me(conn),))]
         groups = _sidebar_groups(conn)
+        photos = _photos(conn)
     return render(request, "social/feed.html", status_code=status, posts=posts, q=q, people=people, my_groups=groups,
-                  errors=errors or {}, values=values or {})
+                  photos=photos, errors=errors or {}, values=values or {})
 
 
 def _check_body(errors: FormErrors, body: str, limit: int, what: str) -> None:
@@ -332,6 +343,7 @@ def _check_body(errors: FormErrors, body: str, limit: int, what: str) -> None:
 async def create_post(request: Request):
     form = await form_data(request)
     title, body, group_id = form.get("title", ""), form.get("body", ""), int_param(form.get("group_id", ""))
+    photo = form.get("photo", "")
     errors = FormErrors()
     _check_body(errors, body, MAX_POST, "post")
     if len(title) > 200:
@@ -341,10 +353,12 @@ async def create_post(request: Request):
         if group_id is not None and not conn.execute(
                 "SELECT 1 FROM group_members WHERE group_id = ? AND handle = ?", (group_id, me)).fetchone():
             errors.add("_form", "You can only post in groups you have joined.")
+        if photo and photo not in _photos(conn):
+            errors.add("photo", "Choose a photo from your library.")
         if not errors:
-            cur = conn.execute("INSERT INTO posts(author, title, body, ts, group_id) VALUES (?, ?, ?, ?, ?)",
-                               (me, title, body, now_iso(), group_id))
-            log_event(conn, "post_created", post_id=cur.lastrowid, title=title, body=body, group_id=group_id)
+            cur = conn.execute("INSERT INTO posts(author, title, body, ts, group_id, photo) VALUES (?, ?, ?, ?, ?, ?)",
+                               (me, title, body, now_iso(), group_id, photo))
+            log_event(conn, "post_created", post_id=cur.lastrowid, title=title, body=body, group_id=group_id, photo=photo)
     if errors:
         if group_id is not None:
             return await group_page(request, group_id, errors.errors, form, 422)
@@ -513,9 +527,10 @@ async def group_page(request: Request, group_id: int | None = None, errors: dict
             "SELECT u.* FROM users u JOIN group_members m ON m.handle = u.handle WHERE m.group_id = ? ORDER BY u.name", (group_id,))]
         posts = _posts(conn, "p.group_id = ?", (group_id,))
         groups = _sidebar_groups(conn)
+        photos = _photos(conn)
     joined = any(m["handle"] == me for m in members)
     return render(request, "social/group.html", status_code=status, group=dict(group), members=members, posts=posts,
-                  joined=joined, my_groups=groups, errors=errors or {}, values=values or {})
+                  joined=joined, my_groups=groups, photos=photos, errors=errors or {}, values=values or {})
 
 
 async def join_leave(request: Request):
@@ -581,3 +596,4 @@ class SocialApp(App):
             conn.executemany("INSERT OR IGNORE INTO likes(post_id, handle) VALUES (?, ?)", [(pid, h) for h in p.likes])
         conn.executemany("INSERT INTO messages(sender, recipient, body, ts, seeded) VALUES (?, ?, ?, ?, 1)",
                          [(m.sender, m.recipient, m.body, m.ts) for m in data.messages])
+        conn.executemany("INSERT OR IGNORE INTO photos(filename) VALUES (?)", [(f,) for f in data.photos])

@@ -54,12 +54,21 @@ class FileExists(_PathCheck):
 
 
 class FileAbsent(_PathCheck):
+    """The path is gone. With `anywhere`, a file of that name must be gone from the whole home (the
+    Trash excepted): moving the only copy aside keeps it, deleting it (or trashing it) does not."""
+
     check: Literal["file_absent"]
+    anywhere: bool = False
 
     def describe(self) -> str:
-        return f"~/{self.path} is gone"
+        return f"no file named {Path(self.path).name!r} left anywhere in ~ (the Trash excepted)" if self.anywhere \
+            else f"~/{self.path} is gone"
 
     def evaluate(self, home: Path, store: Any) -> CheckResult:
+        if self.anywhere:
+            trash = home / ".local/share/Trash"
+            left = [p for p in home.rglob(Path(self.path).name) if trash not in p.parents]
+            return CheckResult(self.label(), not left, f"still at ~/{left[0].relative_to(home)}" if left else "no copy left")
         exists = self._in_home(home, self.path).exists()
         return CheckResult(self.label(), not exists, "present" if exists else "missing")
 
@@ -270,6 +279,9 @@ class TextLine(_ReadsFile):
     key: str | None = None
     skip_comments: bool = False  # drop lines starting with #, ; or // (config and code files)
     absent: bool = False  # passes when NO line matches (a finding deleted, a clause removed)
+    # read text that a tracked deletion removes as still there until the deletion is accepted: with
+    # `absent`, a clause counts as gone only once its deletion is accepted (or the text is cut outright)
+    pending_deletions: bool = False
 
     def describe(self) -> str:
         where = f"a line '{self.key}: <value>' whose value" if self.key else "a whole line that"
@@ -283,7 +295,7 @@ class TextLine(_ReadsFile):
 
     def _find(self, home: Path) -> CheckResult:
         try:
-            lines = office.text_lines(self._in_home(home, self.path))
+            lines = office.text_lines(self._in_home(home, self.path), self.pending_deletions)
         except (OSError, ValueError, KeyError) as exc:
             return CheckResult(self.label(), False, f"cannot read ~/{self.path}: {getattr(exc, 'strerror', None) or exc}")
         if self.skip_comments:

@@ -368,6 +368,7 @@ class DocumentText:
     paragraphs: list[str]
     comments: list[str]
     tracked_changes: int
+    pending_deletions: list[str] = field(default_factory=list)  # text that tracked deletions remove, not accepted yet
 
 
 def _paragraphs(node) -> list:
@@ -388,13 +389,15 @@ def read_document(path: Path) -> DocumentText:
     if suffix == ".odt":
         from odf.opendocument import load
         from odf.office import Annotation
-        from odf.text import ChangedRegion
+        from odf.text import ChangedRegion, Deletion
 
         doc = load(str(path))
         paras = [_odf_text(p) for p in _paragraphs(doc.text)]
         notes = ["\n".join(_odf_text(p) for p in a.childNodes if p.qname[1] == "p")
                  for a in doc.text.getElementsByType(Annotation)]
-        return DocumentText(paras, notes, len(doc.text.getElementsByType(ChangedRegion)))
+        deleted = ["\n".join(_odf_text(p) for p in d.childNodes if getattr(p, "qname", (None, None))[1] in ("p", "h"))
+                   for d in doc.text.getElementsByType(Deletion)]
+        return DocumentText(paras, notes, len(doc.text.getElementsByType(ChangedRegion)), deleted)
     if suffix == ".docx":
         from docx import Document
 
@@ -403,16 +406,20 @@ def read_document(path: Path) -> DocumentText:
         body = doc.element.body
         ns = {"w": "http://schemas.openxmlformats.org/wordprocessingml/2006/main"}
         changes = len(body.findall(".//w:ins", ns)) + len(body.findall(".//w:del", ns))
-        return DocumentText([p.text for p in doc.paragraphs], notes, changes)
+        deleted = ["".join(t.text or "" for t in d.findall(".//w:delText", ns)) for d in body.findall(".//w:del", ns)]
+        return DocumentText([p.text for p in doc.paragraphs], notes, changes, deleted)
     raise ValueError(f"{path.name} is not a document ({', '.join(DOCUMENT_SUFFIXES)})")
 
 
-def text_lines(path: Path) -> list[str]:
+def text_lines(path: Path, pending_deletions: bool = False) -> list[str]:
     """The lines a person reads in the file: a document's paragraphs, a sheet's rows (cells joined by
-    tabs), or a text file's lines."""
+    tabs), or a text file's lines. With `pending_deletions`, a document's text that tracked deletions
+    would remove (not accepted yet) is read too, as lines of its own."""
     suffix = path.suffix.lower()
     if suffix in DOCUMENT_SUFFIXES:
-        return [line for p in read_document(path).paragraphs for line in p.split("\n")]
+        doc = read_document(path)
+        extra = [t for t in doc.pending_deletions if t.strip()] if pending_deletions else []
+        return [line for p in doc.paragraphs + extra for line in p.split("\n")]
     if suffix in (".ods", ".xlsx"):
         return ["\t".join(r) for s in read_sheets(path) for r in s.rows]
     return path.read_text(errors="replace").splitlines()

@@ -225,13 +225,14 @@ class DesktopSession:
             phases["apps_state"] = time.perf_counter() - t
             t = time.perf_counter()
             batch: list = []
+            opened = False  # apps of an earlier batch are on screen (a seed or run step came between)
             for step in [*steps, None]:
                 if isinstance(step, LaunchStep):
                     batch.append(step.launch)
                     continue
                 if batch:
-                    self._launch_all(batch)
-                    batch = []
+                    self._launch_all(batch, over_others=opened)
+                    batch, opened = [], True
                 if isinstance(step, RunStep):
                     self._run(step)
             phases["launch"] = time.perf_counter() - t
@@ -302,18 +303,20 @@ class DesktopSession:
         if proc.popen.returncode != 0:
             raise SetupError(f"setup command failed (exit {proc.popen.returncode}): {step.run!r}\n{proc.log_tail()}")
 
-    def _launch_all(self, launches: list) -> None:
+    def _launch_all(self, launches: list, over_others: bool = False) -> None:
         """Start apps together (each start is mostly waiting for its window), then wait for all of
-        them, and bring the last one to the front as if it had been opened last."""
+        them, and bring the last one to the front as if it had been opened last (also over the apps of
+        an earlier batch, `over_others`: LibreOffice may still raise itself over it)."""
         started = [self._launch(launch) for launch in launches]
         windows = [self._await_window(*item) for item in started]
-        if len(windows) > 1:
+        hold = len(windows) > 1 or over_others
+        if hold:
             self._bring_to_front(windows[-1], _APP_LABELS[launches[-1].app])
         front = launches[-1]
         if front.app == "browser" and front.url and not front.url.startswith("about:"):
             # a page hidden behind another app's window is not laid out: only now, in front, it shows
             wait_for(self._page_loaded, 20, f"the page {front.url} to show", self._apps.get("browser"), interval=0.05)
-            if len(windows) > 1:
+            if hold:
                 self._bring_to_front(windows[-1], _APP_LABELS[front.app], steady=0.5)
 
     def _bring_to_front(self, window: int, label: str, steady: float = 1.5, within: float = 10.0) -> None:
