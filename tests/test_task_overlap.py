@@ -3,8 +3,6 @@ across the whole suite (twins excepted), and a scenario family is used at most t
 
 from __future__ import annotations
 
-import pytest
-
 from blindact.task_overlap import family_problems, overlaps
 from blindact.tasks import load_all
 
@@ -50,9 +48,6 @@ def test_a_family_used_three_times_or_across_patterns_is_named():
     assert "spans patterns" in family_problems(mixed)[0]
 
 
-@pytest.mark.xfail(strict=True, reason="the v1 suite reuses scenarios (issue 15 point 1: the payment batch, the "
-                   "server-room thermostat, the benefits and passport forms, the firewall...); the suite v2 authors "
-                   "replace them; strict: once this passes, remove the mark")
 def test_no_two_tasks_share_a_scenario():
     found = overlaps()
     assert not found, "tasks sharing a scenario:\n" + "\n".join(map(str, found))
