@@ -304,7 +304,7 @@ def test_a_reset_that_times_out_is_a_recorded_desktop_error_not_a_crash(monkeypa
     from blindact.desktop.session import DesktopSession
     from blindact.run.episode import DesktopSlot, EpisodeSpec, run_one
 
-    def slow(self, launches):
+    def slow(self, launches, **options):
         raise TimeoutError("timed out after 20.0s waiting for the page http://mail.localhost/ to load")
 
     monkeypatch.setattr(DesktopSession, "_launch_all", slow)

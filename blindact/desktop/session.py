@@ -43,6 +43,7 @@ _WINDOW_CLASSES = {"browser": "chromium", "terminal": "sakura", "editor": "mouse
                    "writer": "libreoffice-writer", "calc": "libreoffice-calc", "images": "ristretto", "code": "geany"}
 _APP_BINARIES = {"browser": "chromium", "terminal": "sakura", "editor": "mousepad", "files": "thunar",
                  "writer": "soffice", "calc": "soffice", "images": "ristretto", "code": "geany"}
+_OFFICE_APPS = ("writer", "calc")  # LibreOffice: raises its window again when a document's load ends
 _APP_LABELS = {"browser": "the browser (Chromium)", "terminal": "the terminal (sakura)",
                "editor": "the text editor", "files": "the file manager", "writer": "LibreOffice Writer",
                "calc": "LibreOffice Calc", "images": "the image viewer (Ristretto)", "code": "the code editor (Geany)"}
@@ -225,13 +226,14 @@ class DesktopSession:
             phases["apps_state"] = time.perf_counter() - t
             t = time.perf_counter()
             batch: list = []
-            opened = False  # apps of an earlier batch are on screen (a seed or run step came between)
+            opened = office = False  # apps of an earlier batch are on screen (a seed or run step came between)
             for step in [*steps, None]:
                 if isinstance(step, LaunchStep):
                     batch.append(step.launch)
                     continue
                 if batch:
-                    self._launch_all(batch, over_others=opened)
+                    office = office or any(launch.app in _OFFICE_APPS for launch in batch)
+                    self._launch_all(batch, over_others=opened, office=office)
                     batch, opened = [], True
                 if isinstance(step, RunStep):
                     self._run(step)
@@ -303,23 +305,24 @@ class DesktopSession:
         if proc.popen.returncode != 0:
             raise SetupError(f"setup command failed (exit {proc.popen.returncode}): {step.run!r}\n{proc.log_tail()}")
 
-    def _launch_all(self, launches: list, over_others: bool = False) -> None:
+    def _launch_all(self, launches: list, over_others: bool = False, office: bool = False) -> None:
         """Start apps together (each start is mostly waiting for its window), then wait for all of
         them, and bring the last one to the front as if it had been opened last (also over the apps of
-        an earlier batch, `over_others`: LibreOffice may still raise itself over it)."""
+        an earlier batch, `over_others`). With a LibreOffice app on screen (`office`) the last one is
+        held in front a moment: LibreOffice may still raise itself over it when its load ends."""
         started = [self._launch(launch) for launch in launches]
         windows = [self._await_window(*item) for item in started]
         hold = len(windows) > 1 or over_others
         if hold:
-            self._bring_to_front(windows[-1], _APP_LABELS[launches[-1].app])
+            self._bring_to_front(windows[-1], _APP_LABELS[launches[-1].app], steady=1.5 if office else 0.0)
         front = launches[-1]
         if front.app == "browser" and front.url and not front.url.startswith("about:"):
             # a page hidden behind another app's window is not laid out: only now, in front, it shows
             wait_for(self._page_loaded, 20, f"the page {front.url} to show", self._apps.get("browser"), interval=0.05)
-            if hold:
+            if hold and office:
                 self._bring_to_front(windows[-1], _APP_LABELS[front.app], steady=0.5)
 
-    def _bring_to_front(self, window: int, label: str, steady: float = 1.5, within: float = 10.0) -> None:
+    def _bring_to_front(self, window: int, label: str, steady: float = 0.0, within: float = 10.0) -> None:
         """Activate `window` and keep it in front until it has stayed there `steady` seconds: an app
         started with it (LibreOffice finishing its load) may still raise itself over it."""
         def focused() -> bool:
@@ -354,7 +357,7 @@ class DesktopSession:
         elif launch.app == "editor":
             argv = ["mousepad", str(home / launch.file)] if launch.file else ["mousepad"]
             proc = self.sandbox.spawn("editor", argv)
-        elif launch.app in ("writer", "calc"):
+        elif launch.app in _OFFICE_APPS:
             profile = _office_profile(self.layout.run)
             self.sandbox.hand_over(profile)
             argv = ["soffice", f"-env:UserInstallation=file://{profile}", "--norestore",
@@ -381,7 +384,7 @@ class DesktopSession:
                          if w["class"].lower() == wanted and w["id"] not in before), None)
 
         window = wait_for(new_window, 20, f"the window of {_APP_LABELS[launch.app]}", proc, interval=0.1)
-        if launch.app in ("writer", "calc") and launch.file:
+        if launch.app in _OFFICE_APPS and launch.file:
             # LibreOffice maps its window before the document is in it, and raises it once loaded:
             # wait for the document's name in the title, so that raise cannot come after the reset
             # has brought the last app to the front
