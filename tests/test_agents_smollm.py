@@ -42,12 +42,18 @@ def test_chat_and_json_schema_against_the_real_server(smollm_server):
 def test_agent_loop_parses_or_records_every_answer(smollm_server, action_format):
     agent = make_agent(smollm_server.spec, mitigation="contextual", action_format=action_format, **SMALL)
     agent.reset(brief(width=1280, height=720, max_steps=3))
+    turns = 0
     for step in range(3):
         turn = agent.act(observation(step, width=1280, height=720))
-        assert bool(turn.actions) != bool(turn.parse_error), turn  # exactly one of the two
+        turns += 1
+        # exactly one of: actions, a recorded parse error, or an ending (e.g. the answer hit the token limit)
+        assert bool(turn.actions) + bool(turn.parse_error) + (turn.end is not None) == 1, turn
         assert turn.usage["input_tokens"] > 0
         assert turn.raw["choices"][0]["message"]["role"] == "assistant"
-    assert agent.api_calls == 3
+        if turn.end is not None:
+            assert turn.end_detail, turn  # why it ended (finish_reason=length) is recorded
+            break
+    assert agent.api_calls == turns
     assert 0 <= agent.parse_errors <= 3
 
 
