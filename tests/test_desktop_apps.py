@@ -108,6 +108,21 @@ def test_code_editor_edit_comments_out_a_call_and_the_check_sees_it(desktop):
     assert checks(desktop, uses) == [False]
 
 
+def test_only_the_terminal_runs_the_homes_bashrc(desktop):
+    """The code editor starts no hidden shell of its own: Geany's built-in terminal would read ~/.bashrc
+    too (a task's background jobs started there ran where the agent's terminal could not see them)."""
+    desktop.reset([
+        {"files": [{"path": ".bashrc", "content": "echo \"$$ $(cat /proc/$PPID/comm)\" >> ~/bashrc-ran\n"},
+                   {"path": "jobs.sh", "content": "#!/bin/bash\n"}]},
+        {"launch": {"app": "code", "file": "jobs.sh"}}, {"launch": {"app": "terminal"}}])
+    ran = desktop.layout.home / "bashrc-ran"
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not ran.exists():
+        time.sleep(0.1)
+    time.sleep(2)  # a second shell would start within the editor's start-up
+    assert [line.split()[1] for line in ran.read_text().splitlines()] == ["sakura"]
+
+
 def test_file_manager_opens_the_folder(desktop):
     desktop.reset([{"dirs": [{"path": "Documents"}], "files": [{"path": "Documents/lease-signed.pdf", "content": "%PDF"}]},
                    {"launch": {"app": "files", "cwd": "Documents"}}])

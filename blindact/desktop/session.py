@@ -367,7 +367,10 @@ class DesktopSession:
         elif launch.app == "images":
             proc = self.sandbox.spawn("images", ["ristretto", str(home / launch.file)])
         elif launch.app == "code":
-            argv = ["geany", "--new-instance", "--no-session", "--no-msgwin", f"--config={self.layout.run / 'geany'}",
+            # no terminal support: Geany's hidden VTE would run a second shell (and the home's ~/.bashrc) that
+            # the agent never sees
+            argv = ["geany", "--new-instance", "--no-session", "--no-msgwin", "--no-terminal",
+                    f"--config={self.layout.run / 'geany'}",
                     *([str(home / launch.file)] if launch.file else [])]
             proc = self.sandbox.spawn("code", argv)
         else:
