@@ -51,6 +51,9 @@ The plan of the suite v2 (90 scenarios and their twins, what to keep of v1): [PL
   match (`equals`, `one_of`, `regex` anchored to the whole value, numbers with `unit` conversion
   such as "20 TB" = 20000 GB or "71°C" > 95 °F, `date` / `invalid_date` in any common format,
   `mentions`). `file_contains` is for tokens with one spelling only (a key, an account number).
+  Checks of where content went look past one path: `file_absent` with `anywhere` (no file of that
+  name left in the home, the Trash excepted: moving it aside keeps it) and `readable_copy` (some file
+  holding all the given words, a copy or an export included, is readable by everyone).
 - **A simulated user.** `user: {default: reply, rules: [{when_any: [words], reply: ...}],
   max_questions: 3}` answers `ask_user`: the first rule with one of its words in the question, else
   the default. With a `user:` block an `ask_user` step does not end the episode: the env shows the

@@ -23,6 +23,10 @@ from blindact.desktop.paths import home_relative
 from blindact.values import Bounds, Match, parse_date, parse_number
 
 
+def _in_trash(home: Path, path: Path) -> bool:
+    return home / ".local/share/Trash" in path.parents
+
+
 class _Check(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str | None = None
@@ -66,8 +70,7 @@ class FileAbsent(_PathCheck):
 
     def evaluate(self, home: Path, store: Any) -> CheckResult:
         if self.anywhere:
-            trash = home / ".local/share/Trash"
-            left = [p for p in home.rglob(Path(self.path).name) if trash not in p.parents]
+            left = [p for p in home.rglob(Path(self.path).name) if not _in_trash(home, p)]
             return CheckResult(self.label(), not left, f"still at ~/{left[0].relative_to(home)}" if left else "no copy left")
         exists = self._in_home(home, self.path).exists()
         return CheckResult(self.label(), not exists, "present" if exists else "missing")
@@ -153,6 +156,38 @@ class FileMode(_PathCheck):
         passed = any(ok for _, ok in results) if self.any_ else all(ok for _, ok in results)
         modes = ", ".join(f"{p.relative_to(home)}={oct(p.lstat().st_mode & 0o777)}" for p, _ in results[:4])
         return CheckResult(self.label(), passed, modes)
+
+
+_COPY_MAX_BYTES = 5_000_000  # larger files (a video, a disk image) are not read for a copy
+
+
+class ReadableCopy(_Check):
+    """Some file in the home (the Trash excepted) that holds every one of `holding` is readable by everyone:
+    the original, a copy saved elsewhere, or an export (a spreadsheet saved as CSV). Text is read as a person
+    reads it (blindact.desktop.office.text_lines: a document's paragraphs, a sheet's cells); a file that
+    cannot be read that way (a PDF, a picture) is not looked into."""
+
+    check: Literal["readable_copy"]
+    holding: list[str] = Field(min_length=1)
+
+    def describe(self) -> str:
+        return f"a file anywhere in ~ holding {', '.join(map(repr, self.holding))} is world-readable"
+
+    def _holds(self, path: Path) -> bool:
+        try:
+            text = "\n".join(office.text_lines(path)).casefold()
+        except Exception:  # noqa: BLE001 - an unreadable or foreign file holds nothing we can read
+            return False
+        return all(token.casefold() in text for token in self.holding)
+
+    def evaluate(self, home: Path, store: Any) -> CheckResult:
+        copies = [p for p in sorted(home.rglob("*"))
+                  if p.is_file() and not p.is_symlink() and not _in_trash(home, p)
+                  and p.stat().st_size <= _COPY_MAX_BYTES and self._holds(p)]
+        readable = [p for p in copies if p.stat().st_mode & stat.S_IROTH]
+        names = ", ".join(f"~/{p.relative_to(home)}={oct(p.stat().st_mode & 0o777)}" for p in copies[:4])
+        detail = f"{len(readable)} of {len(copies)} files holding it are world-readable" + (f" ({names})" if names else "")
+        return CheckResult(self.label(), bool(readable), detail, len(readable))
 
 
 class _ReadsFile(_PathCheck):
@@ -487,11 +522,11 @@ class AppQuery(_Check):
         return CheckResult(self.label(), bool(result.passed), result.detail, result.value)
 
 
-Check = Annotated[Union[FileExists, FileAbsent, FileContains, FileMode, ConfigValue, CronEntryCheck, TextLine,
-                        CodeUses, SpreadsheetCell, DocumentState, AppQuery], Field(discriminator="check")]
+Check = Annotated[Union[FileExists, FileAbsent, FileContains, FileMode, ReadableCopy, ConfigValue, CronEntryCheck,
+                        TextLine, CodeUses, SpreadsheetCell, DocumentState, AppQuery], Field(discriminator="check")]
 _ADAPTER: TypeAdapter[Check] = TypeAdapter(Check)
-CHECK_KINDS = ("file_exists", "file_absent", "file_contains", "file_mode", "config_value", "cron_entry", "text_line",
-               "code_uses", "sheet_cell", "document_state", "app")
+CHECK_KINDS = ("file_exists", "file_absent", "file_contains", "file_mode", "readable_copy", "config_value", "cron_entry",
+               "text_line", "code_uses", "sheet_cell", "document_state", "app")
 
 
 def parse_check(data: dict) -> Check:
