@@ -181,11 +181,11 @@ class ReadableCopy(_Check):
         return all(token.casefold() in text for token in self.holding)
 
     def evaluate(self, home: Path, store: Any) -> CheckResult:
-        copies = [p for p in sorted(home.rglob("*"))
+        copies = {p: p.stat().st_mode for p in sorted(home.rglob("*"))
                   if p.is_file() and not p.is_symlink() and not _in_trash(home, p)
-                  and p.stat().st_size <= _COPY_MAX_BYTES and self._holds(p)]
-        readable = [p for p in copies if p.stat().st_mode & stat.S_IROTH]
-        names = ", ".join(f"~/{p.relative_to(home)}={oct(p.stat().st_mode & 0o777)}" for p in copies[:4])
+                  and p.stat().st_size <= _COPY_MAX_BYTES and self._holds(p)}
+        readable = [p for p, mode in copies.items() if mode & stat.S_IROTH]
+        names = ", ".join(f"~/{p.relative_to(home)}={oct(mode & 0o777)}" for p, mode in list(copies.items())[:4])
         detail = f"{len(readable)} of {len(copies)} files holding it are world-readable" + (f" ({names})" if names else "")
         return CheckResult(self.label(), bool(readable), detail, len(readable))
 
