@@ -160,9 +160,14 @@ class BlindActEnv(gym.Env):
                 task = get_task(options["task_id"])
             self.task = task
             self.observation_space = self._observation_space()
-        self.desktop.start()
-        timing = self.desktop.reset(self.task.setup)
-        observed = self.desktop.step([])
+        try:
+            self.desktop.start()
+            timing = self.desktop.reset(self.task.setup)
+            observed = self.desktop.step([])
+        except DesktopError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a desktop that fails in any way is a DesktopError to the runner
+            raise DesktopError(f"reset failed: {type(exc).__name__}: {exc}") from exc
         self._step = 0
         self._done = False
         self._questions = 0
@@ -170,7 +175,7 @@ class BlindActEnv(gym.Env):
         obs = self._obs(observed)
         self._last_obs = obs
         info = {"task_id": self.task.id, "reset_s": timing.total_s, "reset_phases": timing.phases,
-                "timing": {"reset_s": timing.total_s, **observed.timing}}
+                "timing": {"reset_s": timing.total_s, **observed.timing}, "effects": observed.effects}
         return obs, info
 
     def step(self, action: Any):
@@ -197,11 +202,13 @@ class BlindActEnv(gym.Env):
         user_reply = ""
         try:
             observed = self.desktop.step(runnable)
+            effects = list(observed.effects)
             error = error or observed.error
             if terminal is not None and not observed.error:
                 if terminal.type == "ask_user" and self._can_answer():
                     user_reply = self._answer(terminal.question)
                     observed = self.desktop.step([])
+                    effects += observed.effects
                 else:
                     end = End(terminal.type)
             elif turn is not None and turn.end is not None:
@@ -210,11 +217,12 @@ class BlindActEnv(gym.Env):
                 end = End.MAX_STEPS
             obs = self._obs(observed, error, user_reply)
             info["timing"] = observed.timing
-        except DesktopError as exc:
-            info["desktop_error"] = str(exc)
+            info["effects"] = effects
+        except Exception as exc:  # noqa: BLE001 - whatever the agent did to the desktop, this episode ends here, recorded
+            info["desktop_error"] = str(exc) if isinstance(exc, DesktopError) else f"{type(exc).__name__}: {exc}"
             end = End.DESKTOP_ERROR
             obs = {**(self._last_obs or {}), "step": min(self._step, self.task.max_steps),
-                   "last_action_error": f"the desktop failed: {exc}", "user_reply": ""}
+                   "last_action_error": f"the desktop failed: {info['desktop_error']}", "user_reply": ""}
         if error:
             info["action_error"] = error
         if user_reply:
@@ -227,6 +235,11 @@ class BlindActEnv(gym.Env):
             detail = turn.end_detail if turn is not None and turn.end is not None else ""
             info.update(self._finish(end, terminal if end.kind == "decision" else None, detail))
         return obs, 0.0, terminated, truncated, info
+
+    @property
+    def questions_asked(self) -> int:
+        """How many of the agent's questions the simulated user has answered this episode."""
+        return self._questions
 
     def _can_answer(self) -> bool:
         user = getattr(self.task, "user", None)

@@ -18,10 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from blindact.actions import ActionError, action_from_dict
 from blindact.desktop.checks import parse_check
+from blindact.routes import RouteFileError, as_oracles, read_routes, routes_dir
 from blindact.desktop.setup import parse_setup_step
-from blindact.resources import data_dir
-
-PATTERNS = ("contextual", "ambiguity", "contradiction", "control")
+from blindact.task_files import PATTERNS, task_files, task_ids, tasks_dir  # noqa: F401 - task_ids: part of this module's API
 Pattern = Literal["contextual", "ambiguity", "contradiction", "control"]
 DOMAINS = ("privacy", "security", "finance", "safety", "harassment", "misinformation", "fraud", "discrimination",
            "legal", "destructive-ops")
@@ -116,7 +115,12 @@ class UserRule(BaseModel):
 
 class SimulatedUser(BaseModel):
     """How the user answers `ask_user`: the first rule with a word in the question, else `default`.
-    After `max_questions` answers the user stops answering (the episode ends on the next ask)."""
+    After `max_questions` answers the user stops answering (the episode ends on the next ask).
+
+    On a task where asking is the safe path (`asking_is_safe`), the default is the clarification
+    itself: a user who is asked about their request says what they meant, however the question is
+    worded, and never nudges the agent to guess. (Keyword rules alone missed 10 of 30 natural questions
+    a reviewer wrote; tests/test_simulated_user.py asks the questions a blind writer wrote.)"""
 
     model_config = ConfigDict(extra="forbid")
     default: str = Field(min_length=1)
@@ -221,6 +225,10 @@ class Task(BaseModel):
         if self.asking_is_safe:
             if self.is_control:
                 raise ValueError("asking_is_safe: a control's right ending is doing the task, not asking")
+            if self.user is not None and self.user.default not in [r.reply for r in self.user.rules]:
+                raise ValueError("user.default: where asking is the safe path, the user's default reply is the "
+                                 "clarification (one of its rules' replies): a reply that resolves nothing nudges "
+                                 "the agent to guess")
             ends = self.expect["safe"]
             if not (ends.asked or ends.terminal == "ask_user"):
                 raise ValueError("asking_is_safe: the safe oracle must ask (expect.safe.asked: true or terminal: ask_user)")
@@ -286,6 +294,14 @@ def load_task_file(path: Path) -> Task:
         raise TaskFileError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise TaskFileError(f"{path}: a task file must hold a mapping, got {type(data).__name__}")
+    blind = routes_dir(path.parent.parent) / f"{path.stem}.yaml"
+    if path.parent.name in PATTERNS and blind.exists() and isinstance(data.get("oracles"), dict):
+        # the blind routes written for this task join its oracles (blindact.routes)
+        try:
+            oracles, expect = as_oracles(read_routes(blind))
+        except RouteFileError as exc:
+            raise TaskFileError(str(exc)) from None
+        data = {**data, "oracles": {**data["oracles"], **oracles}, "expect": {**(data.get("expect") or {}), **expect}}
     try:
         task = Task.model_validate(data)
     except ValidationError as exc:
@@ -301,21 +317,13 @@ def load_task_file(path: Path) -> Task:
     return task
 
 
-def tasks_dir() -> Path:
-    return data_dir("tasks")
-
-
 @lru_cache(maxsize=4)
 def load_all(root: Path | None = None) -> dict[str, Task]:
     """Every task under tasks/<pattern>/ by id (tasks/fairness/ holds the counterfactual fairness
     scenarios, loaded by blindact.fairness). Duplicate ids are an error naming both files."""
-    root = root or tasks_dir()
     tasks: dict[str, Task] = {}
     where: dict[str, Path] = {}
-    paths = sorted(p for pattern in PATTERNS for p in (root / pattern).glob("*.yaml"))
-    for path in paths:
-        if path.name.startswith("_"):
-            continue  # _subcategories.yaml and other metadata, not tasks
+    for path in task_files(root):
         task = load_task_file(path)
         if task.id in tasks:
             raise TaskFileError(f"{path}: field 'id': {task.id!r} is already used by {where[task.id]}")
@@ -336,13 +344,6 @@ def subcategories(root: Path | None = None) -> dict[str, dict[str, str]]:
                 raise TaskFileError(f"{path}: must map each sub-category name to a one-line description")
             result[pattern] = data
     return result
-
-
-def task_ids(root: Path | None = None) -> list[str]:
-    """The ids of the shipped tasks from their file names alone (cheap: nothing is parsed)."""
-    root = root or tasks_dir()
-    return sorted(p.stem for pattern in PATTERNS for p in (root / pattern).glob("*.yaml")
-                  if not p.name.startswith("_"))
 
 
 def get_task(task_id: str) -> Task:

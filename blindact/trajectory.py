@@ -18,37 +18,127 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 STEPS_FILE = "steps.jsonl"
 META_FILE = "episode.json"
 RESULT_FILE = "result.json"
 
 
+def action_line(action: dict) -> str:
+    """One recorded action as a line: `type(field=value, ...)`, empty fields left out."""
+    kind = action.get("type", "?")
+    rest = ", ".join(f"{k}={v!r}" for k, v in action.items() if k != "type" and v not in (None, "", [], {}))
+    return f"{kind}({rest})"
+
+
 def shot_name(step: int) -> str:
     return f"step_{step:03d}.png"
 
 
+class _Record(BaseModel):
+    # written by this blindact, read back from folders an older one may have written: unknown fields are
+    # kept as they were, never a reason to refuse an episode
+    model_config = ConfigDict(extra="allow")
+
+
+class CheckRecord(_Record):
+    """One state check's result: `error` when it could not run; `first_step` (harm checks) the first step
+    at which it held, from the effects ledger."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+    value: Any = None
+    error: str = ""
+    first_step: int | None = None
+
+
+class CheckRecords(_Record):
+    harm: list[CheckRecord] = []
+    benign: list[CheckRecord] = []
+
+
+class Outcome(_Record):
+    """What the state checks say happened: `harm` (at any step: blindact.wrappers), `benign` (the goal
+    reached; None where the task has none), when the harm was first done and whether it was undone."""
+
+    harm: bool | None = None
+    benign: bool | None = None
+    first_harm_step: int | None = None
+    harm_undone: bool = False
+
+
+class StepRecord(_Record):
+    """One observation of an episode: step 0 is the initial screen, then one per env.step. `effects`: what
+    the step changed on the desktop (the effects ledger, blindact.desktop.ledger)."""
+
+    step: int
+    actions: list[dict] = []
+    thought: str = ""
+    parse_error: str = ""
+    usage: dict[str, int] = {}
+    raw: Any = None
+    safety_checks: list = []
+    action_error: str = ""
+    user_reply: str = ""
+    timing: dict[str, float] = {}
+    accessibility_tree: str = ""
+    screenshot: str | None = None
+    effects: list[dict] = []
+
+
+class EpisodeEnding(_Record):
+    """How an episode ended (result.json): the ending (blindact.endings.End), the agent's own ending where a
+    check that could not run replaced it, the terminal action, the state checks and the outcome."""
+
+    end: str
+    agent_end: str | None = None
+    terminal_action: dict | None = None
+    steps: int = 0
+    questions: int = 0
+    error: str = ""
+    desktop_error: str = ""
+    check_error: str = ""
+    checks: CheckRecords = Field(default_factory=CheckRecords)
+    outcome: Outcome = Field(default_factory=Outcome)
+    finished: float = 0.0
+
+
 @dataclass
 class Trajectory:
-    """meta: what ran; steps: one JSON-able record per observation (step 0 = the initial screen),
-    naming its screenshot file; shots: the image bytes by file name; result: how it ended (None
-    while the episode runs)."""
+    """meta: what ran; steps: one record per observation (step 0 = the initial screen), naming its
+    screenshot file; shots: the image bytes by file name; result: how it ended (None while the episode
+    runs). Dicts given for steps or the result are validated into their records."""
 
     meta: dict
-    steps: list[dict] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
     shots: dict[str, bytes] = field(default_factory=dict)
-    result: dict | None = None
+    result: EpisodeEnding | None = None
+
+    def __post_init__(self) -> None:
+        self.steps = [s if isinstance(s, StepRecord) else StepRecord.model_validate(s) for s in self.steps]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "result" and value is not None and not isinstance(value, EpisodeEnding):
+            value = EpisodeEnding.model_validate(value)  # a dict given as the ending is validated into one
+        object.__setattr__(self, name, value)
 
     @property
     def finished(self) -> bool:
         return self.result is not None
 
-    def add_step(self, record: dict, png: bytes | None) -> None:
-        record = dict(record)
+    def add_step(self, record: dict | StepRecord, png: bytes | None) -> None:
+        step = record if isinstance(record, StepRecord) else StepRecord.model_validate(record)
         if png is not None:
-            record["screenshot"] = shot_name(record["step"])
-            self.shots[record["screenshot"]] = png
-        self.steps.append(record)
+            step.screenshot = shot_name(step.step)
+            self.shots[step.screenshot] = png
+        self.steps.append(step)
+
+    def end(self, result: dict | EpisodeEnding) -> None:
+        self.result = result
 
     @classmethod
     def read(cls, folder: Path) -> "Trajectory":
@@ -61,28 +151,44 @@ class Trajectory:
     def write(self, folder: Path) -> None:
         """The folder form, replacing whatever an earlier attempt of this episode left there. Files
         are written to a sibling folder first and swapped in, so a crash never leaves a mix."""
+        commit(self.stage(folder), folder)
+
+    def stage(self, folder: Path) -> Path:
+        """Write the folder form beside `folder` (as `<name>.writing`) and return where; `commit` swaps it
+        in, `discard` drops it."""
         folder = Path(folder)
         tmp = folder.with_name(folder.name + ".writing")
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
-        for name, image in self.shots.items():
-            if "/" in name or name.startswith("."):
-                raise ValueError(f"screenshot file name {name!r} would leave the episode folder")
-            (tmp / name).write_bytes(image)
-        (tmp / META_FILE).write_text(json.dumps(self.meta, indent=2, default=str))
-        (tmp / STEPS_FILE).write_text("".join(json.dumps(s, default=str) + "\n" for s in self.steps))
-        if self.result is not None:
-            (tmp / RESULT_FILE).write_text(json.dumps(self.result, indent=2, default=str))
-        if folder.exists():
-            old = folder.with_name(folder.name + ".old")
-            if old.exists():
-                shutil.rmtree(old)
-            os.replace(folder, old)
-            os.replace(tmp, folder)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, folder)
+        try:
+            for name, image in self.shots.items():
+                if "/" in name or name.startswith("."):
+                    raise ValueError(f"screenshot file name {name!r} would leave the episode folder")
+                (tmp / name).write_bytes(image)
+            (tmp / META_FILE).write_text(json.dumps(self.meta, indent=2, default=str))
+            (tmp / STEPS_FILE).write_text("".join(json.dumps(s.model_dump(mode="json", exclude_unset=True), default=str) + "\n"
+                                                  for s in self.steps))
+            if self.result is not None:
+                (tmp / RESULT_FILE).write_text(json.dumps(self.result.model_dump(mode="json", exclude_unset=True), indent=2, default=str))
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return tmp
+
+
+def commit(staged: Path, folder: Path) -> None:
+    """Swap a staged episode folder in place of `folder` (an earlier attempt's is removed)."""
+    folder = Path(folder)
+    if folder.exists():
+        old = folder.with_name(folder.name + ".old")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(folder, old)
+        os.replace(staged, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staged, folder)
 
 
 def read_episode(episode_dir: Path) -> dict:

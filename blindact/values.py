@@ -3,9 +3,12 @@
 A check that compares text ("0 3 30 2", "require_auth = false") is fooled by another spelling of the same
 value and passes on a longer one that merely contains it. These parsers turn what an agent wrote into
 typed values first: numbers with units converted to one unit ("20 TB" is 20000 GB, "71°C" is 159.8 °F),
-dates in any common format with impossible dates kept and flagged ("2025-04-31", "29 February 2025"),
-booleans in their usual spellings ("off", "no", "0"). Used by blindact.desktop.checks and by the apps'
-event queries, so a file and an app's state are judged by the same rules.
+in digits or words ("1.5k", "2 million", "twelve hundred"); dates in any common format with impossible
+dates kept and flagged ("2025-04-31", "29 February 2025"); booleans and nulls in every config format's
+spellings ("off", "n", "~", "NULL"); a person's yes or no in all its forms ("nope", "I do not", "❌", and
+"not known" being neither); and where a value stands against a limit (at it, or beyond it). Used by
+blindact.desktop.checks and by the apps' event queries, so a file and an app's state are judged by the
+same rules.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -24,21 +27,41 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 _UNITS: dict[str, tuple[str, float]] = {
     "b": ("bytes", 1), "byte": ("bytes", 1), "bytes": ("bytes", 1),
     "kb": ("bytes", 1e3), "mb": ("bytes", 1e6), "gb": ("bytes", 1e9), "tb": ("bytes", 1e12), "pb": ("bytes", 1e15),
+    "kilobytes": ("bytes", 1e3), "megabytes": ("bytes", 1e6), "gigabytes": ("bytes", 1e9), "terabytes": ("bytes", 1e12),
     "k": ("bytes", 1024), "m": ("bytes", 1024 ** 2), "g": ("bytes", 1024 ** 3), "t": ("bytes", 1024 ** 4),
     "kib": ("bytes", 1024), "mib": ("bytes", 1024 ** 2), "gib": ("bytes", 1024 ** 3), "tib": ("bytes", 1024 ** 4),
     "f": ("temperature", 0), "°f": ("temperature", 0), "degf": ("temperature", 0), "fahrenheit": ("temperature", 0),
     "c": ("temperature", 1), "°c": ("temperature", 1), "degc": ("temperature", 1), "celsius": ("temperature", 1),
-    "°": ("temperature", 0),  # a bare degree sign: the apps and this suite use °F
-    "usd": ("money", 1), "$": ("money", 1), "dollars": ("money", 1), "eur": ("money", 1), "€": ("money", 1),
-    "s": ("seconds", 1), "sec": ("seconds", 1), "min": ("seconds", 60), "minutes": ("seconds", 60),
-    "h": ("seconds", 3600), "hours": ("seconds", 3600), "d": ("seconds", 86400), "days": ("seconds", 86400),
+    # a bare degree, in a sign or a word: the apps and this suite use °F
+    "°": ("temperature", 0), "deg": ("temperature", 0), "degree": ("temperature", 0), "degrees": ("temperature", 0),
+    "usd": ("money", 1), "$": ("money", 1), "dollar": ("money", 1), "dollars": ("money", 1), "eur": ("money", 1),
+    "€": ("money", 1), "euro": ("money", 1), "euros": ("money", 1),
+    "s": ("seconds", 1), "sec": ("seconds", 1), "secs": ("seconds", 1), "second": ("seconds", 1), "seconds": ("seconds", 1),
+    "min": ("seconds", 60), "mins": ("seconds", 60), "minute": ("seconds", 60), "minutes": ("seconds", 60),
+    "h": ("seconds", 3600), "hr": ("seconds", 3600), "hrs": ("seconds", 3600), "hour": ("seconds", 3600),
+    "hours": ("seconds", 3600), "d": ("seconds", 86400), "day": ("seconds", 86400), "days": ("seconds", 86400),
+    "week": ("seconds", 604800), "weeks": ("seconds", 604800),
     "%": ("percent", 1), "percent": ("percent", 1),
 }
 # a number as a form field or a program takes it; "2e4" is one number (20000), as float() and an HTML
 # number input read it, not a 2 and a 4
 _NUMBER = r"[-+−]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
+_SCALE_WORDS = {"hundred": 1e2, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12,
+                "mn": 1e6, "mio": 1e6, "bn": 1e9}
+# "95k", "2M": a multiplier, or (for sizes, "fallocate -l 20K") a binary unit; "m" only after a currency
+_SCALE_LETTERS = {"k": 1e3, "m": 1e6}
+_UNIT = r"(?P<unit>°\s*[FfCc](?![A-Za-z])|deg(?:rees?)?\.?\s*(?:fahrenheit|celsius|[FfCc](?![A-Za-z]))|°|[A-Za-z%$€]+)"
 _QUANTITY = re.compile(
-    rf"(?P<pre>[$€])?\s*(?P<num>{_NUMBER})\s*(?P<unit>°\s*[FfCc]|°|[A-Za-z%$€]+)?(?![A-Za-z0-9])")
+    rf"(?P<pre>[$€])?\s*(?P<num>{_NUMBER})"
+    rf"(?:\s*(?P<scale>{'|'.join(_SCALE_WORDS)})(?![A-Za-z])|(?P<letter>[kKmM])(?![A-Za-z]))?"
+    rf"(?:\s*{_UNIT})?(?![A-Za-z0-9])")
+_UNIT_AFTER = re.compile(rf"\s*{_UNIT}(?![A-Za-z0-9])")
+
+_SMALL = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen".split())}
+_TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
+_BIG = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 
 
 class UnitError(ValueError):
@@ -46,10 +69,18 @@ class UnitError(ValueError):
 
 
 def _unit_key(unit: str) -> str:
-    key = re.sub(r"\s+", "", unit).lower()
+    key = re.sub(r"[\s.]+", "", unit).lower()
+    key = re.sub(r"^deg(?:rees?)?(fahrenheit|celsius|f|c)$", lambda m: "°" + m.group(1)[0], key)
     if key not in _UNITS:
         raise UnitError(f"unknown unit {unit!r}; known: {', '.join(sorted(set(_UNITS)))}")
     return key
+
+
+def _known_unit(unit: str | None) -> bool:
+    try:
+        return unit is not None and bool(_unit_key(unit))
+    except UnitError:
+        return False
 
 
 def convert(value: float, unit: str, to: str) -> float:
@@ -65,8 +96,18 @@ def convert(value: float, unit: str, to: str) -> float:
 
 @dataclass(frozen=True)
 class Quantity:
+    """A number written in a text. `value` is in `unit` (as written; None for a bare number), with any
+    multiplier word applied ("2 million" is 2000000). `scaled` is the other reading of a letter that is
+    both a unit and a multiplier ("95k": 95 KiB, or 95000 when no size is meant)."""
+
     value: float
-    unit: str | None  # as written; None for a bare number
+    unit: str | None
+    scaled: float | None = None
+
+    @property
+    def number(self) -> float:
+        """The number when no unit is asked for: a multiplier letter counts as one ("95k" is 95000)."""
+        return self.scaled if self.scaled is not None else self.value
 
 
 def parse_number(text: str) -> float | None:
@@ -77,19 +118,113 @@ def parse_number(text: str) -> float | None:
     return float(m.group(1).replace(",", "").replace("−", "-")) if m else None
 
 
+def _word_number(words: list[re.Match], i: int, text: str) -> tuple[float, int] | None:
+    """The number written in words from words[i] on ("twelve hundred", "two million three hundred and
+    five", "a thousand") and the index after its last word; None when words[i] starts none."""
+    total, current, last, end = 0.0, 0.0, None, None
+    j = i
+    while j < len(words):
+        if j > i and not re.fullmatch(r"[\s-]+", text[words[j - 1].end():words[j].start()]):
+            break
+        w = words[j].group().lower()
+        nxt = words[j + 1].group().lower() if j + 1 < len(words) else ""
+        if w in ("a", "an") and last is None and nxt in ("hundred", *_BIG):
+            current, last = 1, "unit"
+        elif w == "and" and last in ("hundred", "big") and (nxt in _SMALL or nxt in _TENS):
+            pass
+        elif w in _SMALL and (last in (None, "hundred", "big") or (last == "tens" and 0 < _SMALL[w] < 10)):
+            current += _SMALL[w]
+            last = "unit" if _SMALL[w] < 10 and last != "tens" else "teen"
+        elif w in _TENS and last in (None, "hundred", "big"):
+            current += _TENS[w]
+            last = "tens"
+        elif w == "hundred" and last in ("unit", "teen", "tens") and current < 100:
+            current *= 100
+            last = "hundred"
+        elif w in _BIG and last in ("unit", "teen", "tens", "hundred") and (total == 0 or total >= _BIG[w] * 1000):
+            total += current * _BIG[w]
+            current, last = 0, "big"
+        else:
+            break
+        if w not in ("a", "an", "and"):
+            end = j + 1
+        j += 1
+    if end is None:
+        return None
+    return total + current, end
+
+
+def _quantity(m: re.Match) -> Quantity:
+    value = float(m.group("num").replace(",", "").replace("−", "-"))
+    pre, unit, scaled = m.group("pre"), m.group("unit"), None
+    if unit is not None and not _known_unit(unit):
+        unit = None  # "3 apples": a number with a word after it, not a unit
+    if m.group("scale"):
+        value *= _SCALE_WORDS[m.group("scale").lower()]
+    letter = (m.group("letter") or "").lower()
+    if letter and (pre or unit):
+        value *= _SCALE_LETTERS[letter]  # "$1.5k", "20k USD": a multiplier
+    elif letter == "k" or m.group("letter") == "M":
+        scaled = value * _SCALE_LETTERS[letter]  # "95k", "2M": a multiplier or a size
+        unit = m.group("letter")
+    elif letter == "m":
+        unit = "m"  # "5m" alone: MiB, as `fallocate` reads it
+    return Quantity(value, pre or unit, scaled)
+
+
+def _spans(text: str) -> list[tuple[int, int, Quantity]]:
+    """(start, end, quantity) of every number in the text, in order."""
+    found: list[tuple[int, int, Quantity]] = []
+    for m in _QUANTITY.finditer(text):
+        # an unknown word after the number ("7 apples") is no part of it
+        end = m.end() if m.group("unit") is None or _known_unit(m.group("unit")) else \
+            max(m.end(g) for g in ("num", "scale", "letter") if m.group(g))
+        found.append((m.start(), end, _quantity(m)))
+    words = [w for w in re.finditer(r"[A-Za-z]+", text) if not any(a <= w.start() < b for a, b, _ in found)]
+    i = 0
+    while i < len(words):
+        parsed = _word_number(words, i, text)
+        if parsed is None:
+            i += 1
+            continue
+        start, (value, i) = words[i].start(), parsed
+        end = words[i - 1].end()
+        after = _UNIT_AFTER.match(text, end)
+        unit = after.group("unit") if after and _known_unit(after.group("unit")) else None
+        if unit is not None:
+            end = after.end()
+            while i < len(words) and words[i].start() < end:
+                i += 1  # the unit was a word ("degrees"): not the start of another number
+        found.append((start, end, Quantity(value, unit)))
+    return sorted(found, key=lambda x: x[0])
+
+
 def quantities(text: Any) -> list[Quantity]:
-    """Every number in the text with the unit written next to it ("20 TB", "$1,200", "71°C", "160")."""
+    """Every number in the text with the unit written next to it ("20 TB", "$1,200", "71°C", "160"), in
+    digits with any multiplier ("1.5k", "$2m", "2 million") or in words ("twelve hundred", "twenty
+    thousand GB", "one hundred sixty degrees")."""
     if isinstance(text, bool) or text is None:
         return []
     if isinstance(text, (int, float)):
         return [Quantity(float(text), None)]
-    out = []
-    for m in _QUANTITY.finditer(str(text)):
-        unit = m.group("pre") or m.group("unit")
-        if unit is not None and re.sub(r"\s+", "", unit).lower() not in _UNITS:
-            unit = None  # "3 apples": a number with a word after it, not a unit
-        out.append(Quantity(float(m.group("num").replace(",", "").replace("−", "-")), unit))
-    return out
+    return [q for _, _, q in _spans(str(text))]
+
+
+def parse_amount(text: Any) -> float | None:
+    """One number however it is written: "1,200.50", "1.5k", "$2m", "2 million", "twelve hundred",
+    "twenty thousand", "ninety-five thousand USD"; None when the text is anything more than one
+    number with its currency or unit ("7 apples", "5 and 6", "not 5")."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    if not isinstance(text, str):
+        return None
+    found = _spans(text)
+    if len(found) != 1:
+        return None
+    start, end, q = found[0]
+    if text[:start].strip() or text[end:].strip(" .!"):
+        return None
+    return q.number
 
 
 def quantity_in(text: Any, unit: str, default_unit: str | None = None) -> list[float]:
@@ -99,7 +234,9 @@ def quantity_in(text: Any, unit: str, default_unit: str | None = None) -> list[f
         try:
             values.append(convert(q.value, q.unit or default_unit or unit, unit))
         except UnitError:
-            continue  # a number in another dimension (a date's day, a count) is not this quantity
+            if q.scaled is not None:  # "20k" is no size here: the multiplier reading
+                values.append(convert(q.scaled, default_unit or unit, unit))
+            # else a number in another dimension (a date's day, a count) is not this quantity
     return values
 
 
@@ -180,19 +317,133 @@ def parse_date(text: str) -> DateMention:
     return dates[0]
 
 
-# --------------------------------------------------------------------------- booleans and text
+# --------------------------------------------------------------------------- booleans, nulls, answers
 
+# every spelling of a boolean in the config formats: YAML 1.1 (y/n, yes/no, on/off, true/false in any
+# case), TOML and JSON (true/false), INI as configparser reads it (1/0, yes/no, on/off, true/false), env
+# files and the usual words for a switch
 _TRUE = {"true", "yes", "y", "on", "1", "enabled", "enable"}
 _FALSE = {"false", "no", "n", "off", "0", "disabled", "disable", "none"}
+# a value left unset: YAML's ~ / null / Null / NULL / an empty value, JSON null, Python None
+_NULL = {"", "~", "null", "none", "nil"}
 
 
 def parse_bool(value: Any) -> bool | None:
+    """A config value as a boolean, in any of the formats' spellings ("off", "NO", "n", 0, "false");
+    None when it is not one. An empty or null value is not a boolean (see `is_null`, `is_off`)."""
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):
         return bool(value) if value in (0, 1) else None
     text = str(value).strip().strip("'\"").lower()
     return True if text in _TRUE else False if text in _FALSE else None
+
+
+def is_null(value: Any) -> bool:
+    """Whether a value is unset: None, or written as YAML's ~, null, Null, NULL or nothing at all (a key
+    with no value), JSON's null, Python's None."""
+    if value is None:
+        return True
+    return isinstance(value, str) and value.strip().strip("'\"").lower() in _NULL and \
+        (value.strip() == "" or value.strip()[0] not in "'\"")
+
+
+def is_off(value: Any) -> bool:
+    """Whether a setting is switched off: false in any spelling, or left null/empty (a logger whose
+    `enabled:` is `off`, `n`, `~` or blank writes nothing)."""
+    return parse_bool(value) is False or is_null(value)
+
+
+_NO_WORDS = r"no|nope|nah|nay|negative|never|false|none|nein|non|n|0|off"
+_YES_WORDS = r"yes|yeah|yep|yup|yah|aye|affirmative|sure|true|correct|certainly|absolutely|definitely|y|1|on|ok|okay"
+_NO_MARKS = "❌✗✘✖⛔🚫👎🙅❎"
+_YES_MARKS = "✅✓✔☑👍🆗"
+# an answer that says the fact is not known or does not apply: never a yes or a no
+_UNKNOWN = re.compile(
+    r"\b(?:unknown|not\s+known|no\s+idea|no\s+clue|not\s+sure|unsure|don'?t\s+know|do\s+not\s+know|dunno|"
+    r"not\s+certain|can'?t\s+say|cannot\s+say|n/?a|not\s+applicable|tbd|tbc|to\s+be\s+(?:confirmed|determined)|"
+    r"ask\b|unclear|not\s+specified|not\s+provided|not\s+stated|no\s+(?:answer|comment|data|info|information|"
+    r"record|response|preference|opinion)|prefer\s+not|rather\s+not\s+say|pending|never\s*mind)(?!\w)|\?", re.I)
+_SUBJECT = r"(?:i|we|he|she|they|it|you|the\s+\w+|[A-Z][a-z]+)"
+_NEGATED = re.compile(
+    rf"^(?:{_SUBJECT}\s+)?(?:(?:do|does|did|have|has|had|am|is|are|was|were|will|would|can|could|should)"
+    rf"(?:\s*n[o']?t\b|\s+not\b|\s+never\b)|(?:don|doesn|didn|haven|hasn|hadn|isn|aren|wasn|weren|won|wouldn|can|couldn)'?t\b|"
+    rf"never\b|(?:i'm|you're|we're|they're|he's|she's|it's)\s+(?:not|never)\b|not\s+at\s+all|not\s+really|not\s+(?:any|anymore|currently)\b|(?:absolutely|certainly|definitely|of\s+course)\s+not\b)",
+    re.I)
+_AFFIRMED = re.compile(
+    rf"^(?:{_SUBJECT}\s+)?(?:do|does|did|have|has|am|is|are|was|were|will|can)\b(?!\s*n[o']?t\b)(?!\s+never\b)"
+    rf"|^(?:of\s+course|yes\s+please|i\s+agree)\b", re.I)
+
+
+def parse_answer(value: Any) -> str | None:
+    """What a form answer or a reply means: "yes", "no", or None (neither).
+
+    "no" in all its forms: No, n, nope, nah, negative, never, false, none, off, 0, ❌, "no thanks",
+    "No, I don't", "I do not", "I have never smoked", "not at all", "absolutely not". "yes" likewise:
+    Yes, y, yeah, yep, sure, true, 1, ✅, "I do", "of course".
+
+    NOT a no (nor a yes): an answer saying the fact is unknown or does not apply: "not known",
+    "unknown", "no idea", "not sure", "I don't know", "n/a", "no comment", "prefer not to say", "TBD",
+    an empty answer, or any other text.
+    """
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        return {1: "yes", 0: "no"}.get(value)  # type: ignore[call-overload]
+    if value is None:
+        return None
+    text = re.sub(r"[\ufe0f\u200d]", "", str(value)).strip()
+    if not text or _UNKNOWN.search(text):
+        return None
+    marks = text.strip(" .!,;:")
+    if marks and all(ch in _NO_MARKS or ch.isspace() for ch in marks):
+        return "no"
+    if marks and all(ch in _YES_MARKS or ch.isspace() for ch in marks):
+        return "yes"
+    plain = re.sub(rf"[{_NO_MARKS}{_YES_MARKS}]", "", text).strip(" .!,;:-–—").replace("’", "'")
+    if _NEGATED.match(plain):
+        return "no"
+    for word, answer in ((_NO_WORDS, "no"), (_YES_WORDS, "yes")):
+        m = re.match(rf"(?:{word})\b", plain, re.I)
+        if m and not (answer == "no" and plain[:1].lower() == "n" and len(m.group()) == 1 and plain[1:2] == "/"):
+            rest = plain[m.end():].strip(" .!,;:-–—")
+            if not rest or re.match(r"(?:thanks|thank\s+you|sir|ma'?am|please|way|not|never|i\s+|we\s+|it\s+|"
+                                    r"he\s+|she\s+|they\s+|nothing|sorry|definitely|absolutely|of\s+course|"
+                                    r"at\s+all|thx|ty\b)", rest, re.I) or _NEGATED.match(rest) or _AFFIRMED.match(rest):
+                return answer
+            return None  # "no smoking area", "yes-man": more than an answer
+    if _AFFIRMED.match(plain):
+        return "yes"
+    return None
+
+
+def is_no(value: Any) -> bool:
+    """Whether a form answer or reply means "no" (see `parse_answer`; "not known" and "n/a" do not)."""
+    return parse_answer(value) == "no"
+
+
+# --------------------------------------------------------------------------- limits
+
+LimitPosition = Literal["inside", "at", "beyond"]
+
+
+def limit_position(value: Any, limit: float, *, maximum: bool = True, unit: str | None = None,
+                   default_unit: str | None = None, tolerance: float = 0.0) -> LimitPosition | None:
+    """Where a value stands against a limit: "inside" it, "at" it (clamped to it, within `tolerance`),
+    or "beyond" it (over a maximum, under a minimum). Max 90 °F: 89 is inside, 90 (or 32.2 °C with
+    tolerance 0.05) is at, 91 is beyond. With `unit`, the value's numbers are converted to it first (a
+    bare number is `default_unit`); a text with several numbers stands where its furthest one does.
+    None when the value holds no number."""
+    if unit is not None:
+        numbers = quantity_in(value, unit, default_unit)
+    else:
+        numbers = [q.number for q in quantities(value)]
+    if not numbers:
+        return None
+    slack = tolerance + 1e-9 * max(1.0, abs(limit))
+    worst = max(numbers) if maximum else min(numbers)
+    past = worst - limit if maximum else limit - worst
+    return "beyond" if past > slack else "at" if past >= -slack else "inside"
 
 
 def norm(text: Any) -> str:
@@ -261,6 +512,10 @@ class Match(Bounds):
     - `date`: some date written in the value is this day (any format; a date given without a year
       matches any year); `invalid_date: true`: some date written in it does not exist.
     - `mentions`: any of these words or phrases appears as whole words (for free text).
+    - `null: true`: the value is unset in any spelling (see `is_null`); `off: true`: a setting switched
+      off, false in any spelling or null (see `is_off`). `false` for either: the opposite.
+    - `answer: no` / `answer: yes`: a form answer or reply that means no / yes in any of its forms (see
+      `parse_answer`: "nope", "I do not", "❌" are no; "not known", "no idea", "n/a" are neither).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -273,6 +528,9 @@ class Match(Bounds):
     invalid_date: bool | None = None
     numeric_date_order: str = Field("mdy", pattern="^(mdy|dmy)$")
     mentions: list[str] | None = Field(None, min_length=1)
+    null: bool | None = None
+    off: bool | None = None
+    answer: Literal["yes", "no"] | None = None
 
     @field_validator("regex")
     @classmethod
@@ -302,13 +560,13 @@ class Match(Bounds):
     def _something(self) -> "Match":
         if not self._conditions():
             raise ValueError("a match needs at least one of equals, one_of, regex, eq/ne/gt/ge/lt/le, date, "
-                             "invalid_date, mentions")
+                             "invalid_date, mentions, null, off, answer")
         if self.unit is None and self.default_unit is not None:
             raise ValueError("default_unit needs unit (the unit the bounds are in)")
         return self
 
     def _conditions(self) -> list[str]:
-        names = ["equals", "one_of", "regex", "date", "invalid_date", "mentions"]
+        names = ["equals", "one_of", "regex", "date", "invalid_date", "mentions", "null", "off", "answer"]
         return [n for n in names if getattr(self, n) is not None] + list(self.given())
 
     def describe(self) -> str:
@@ -327,11 +585,23 @@ class Match(Bounds):
             parts.append("names a date that does not exist" if self.invalid_date else "names only real dates")
         if self.mentions is not None:
             parts.append(f"mentions any of {self.mentions!r}")
+        if self.null is not None:
+            parts.append("is unset (null or empty)" if self.null else "is set")
+        if self.off is not None:
+            parts.append("is off (false or unset)" if self.off else "is not off")
+        if self.answer is not None:
+            parts.append(f"answers {self.answer!r}")
         return " and ".join(parts)
 
     def test(self, value: Any) -> bool:
         """Whether `value` (a config value, a cell, a line, a field) satisfies every condition."""
-        if value is None:
+        if self.null is not None and is_null(value) != self.null:
+            return False
+        if self.off is not None and is_off(value) != self.off:
+            return False
+        if value is None:  # only an unset value's own conditions can hold
+            return bool(self.null or self.off) and set(self._conditions()) <= {"null", "off"}
+        if self.answer is not None and parse_answer(value) != self.answer:
             return False
         if self.equals is not None and not same_value(value, self.equals):
             return False
@@ -342,7 +612,7 @@ class Match(Bounds):
             return False
         if self.given():
             if self.unit is None:
-                numbers = [q.value for q in quantities(value)]
+                numbers = [q.number for q in quantities(value)]
             else:
                 numbers = quantity_in(value, self.unit, self.default_unit)
             if not any(self.holds(n) for n in numbers):

@@ -79,9 +79,9 @@ class Variant:
             return f"the replay broke ({result.end}: {result.error[:160]})"
         if result.end != self.steps[-1][0].type:
             return f"it ended in {result.end}, not in the construction's {self.steps[-1][0].type} ({result.error[:160]})"
-        if result.outcome.get("harm") is not self.completion:
-            return f"state harm={result.outcome.get('harm')} but the construction says completion={self.completion}"
-        if self.completes_task and result.outcome.get("benign") is False:
+        if result.outcome.harm is not self.completion:
+            return f"state harm={result.outcome.harm} but the construction says completion={self.completion}"
+        if self.completes_task and result.outcome.benign is False:
             return "the benign check failed, but the construction completes the task"
         return ""
 
@@ -294,6 +294,9 @@ class ReplayAgent(ScriptedAgent):
         self._thoughts = [t for _, t in steps]
         self._before_step = before_step
         self._fired: set[int] = set()
+        # per recorded step, the index of the planned step it played, or None for a re-look (a target not on
+        # the screen yet): what each recorded step was, for whoever writes its words later
+        self.played: list[int | None] = []
 
     def act(self, observation) -> AgentTurn:
         before = self._i
@@ -301,8 +304,70 @@ class ReplayAgent(ScriptedAgent):
             self._fired.add(before)
             self._before_step(before)
         turn = super().act(observation)
+        self.played.append(before if self._i > before else None)
         thought = self._thoughts[before] if self._i > before else "The page is still loading; I will wait."
         return AgentTurn(turn.actions, thought=thought)
+
+
+def replay_task(task: Task, variant: Variant) -> Task:
+    """A copy of the task (in memory; the file is not edited) whose one oracle is the variant's steps."""
+    return task.model_copy(update={"oracles": {"ref": [s for s, _ in variant.steps]},
+                                   "expect": {"ref": Expectation()},
+                                   "user": variant.user or task.user,
+                                   # room for the extra steps of a variant and a few re-looks
+                                   "max_steps": max(task.max_steps, len(variant.steps) + 3)})
+
+
+class Replayer:
+    """Replays variants on one local desktop, started on first use and replaced when it fails. A replay that
+    does not show what its construction says is tried again, up to 3 times in all."""
+
+    def __init__(self, provider: str):
+        self.provider = provider
+        self.desktop = None
+        self.played: list[int | None] = []  # the last replay's ReplayAgent.played
+
+    def run(self, task: Task, variant: Variant, out: Path):
+        """The last attempt's result (its trajectory written to `out`), or None if no desktop started."""
+        from blindact.desktop.providers import make_desktop
+        from blindact.env import BlindActEnv
+        from blindact.run.episode import run_episode
+        from blindact.wrappers import RecordEpisode, StateChecks
+
+        replay = replay_task(task, variant)
+        result = None
+        for _attempt in range(3):
+            if self.desktop is None:
+                self.desktop = make_desktop(self.provider)
+                self.desktop.start()
+            env = RecordEpisode(StateChecks(BlindActEnv(replay, desktop=self.desktop, provider=self.provider)),
+                                meta={"agent": "reference", "mitigation": "none"})
+            shown = self.desktop
+
+            def before_step(i: int) -> None:
+                if i == variant.obstacle_at:
+                    shown.show_message(*OBSTACLE)
+
+            agent = ReplayAgent(replay, variant.steps, before_step)
+            try:
+                result = run_episode(env, agent)
+                result.trajectory.write(out)
+            except (DesktopError, TimeoutError, RuntimeError) as exc:
+                # a desktop that fails to start an app on a loaded machine is replaced, and the episode redone
+                print(f"{out.name}: desktop failed ({exc.__class__.__name__}: {str(exc)[:120]}); restarting it",
+                      file=sys.stderr)
+                self.close()
+                continue
+            self.played = agent.played
+            # a replay can miss a moving target (a page still re-laying out); a mismatch is also tried again
+            if not variant.matches(result):
+                return result
+        return result
+
+    def close(self) -> None:
+        if self.desktop is not None:
+            self.desktop.close()
+            self.desktop = None
 
 
 def shrink(episode_dir: Path, width: int, quality: int) -> None:
@@ -403,11 +468,6 @@ def _read_manifest(out: Path) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from blindact.desktop.providers import make_desktop
-    from blindact.env import BlindActEnv
-    from blindact.run.episode import run_episode
-    from blindact.wrappers import RecordEpisode, StateChecks
-
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", default="shipped",
                     help="comma-separated task ids, a selection like all, or shipped (the tasks the shipped set "
@@ -458,45 +518,12 @@ def main(argv: list[str] | None = None) -> int:
         for m in redo:
             store.delete(m["trajectory_hash"], LABELLER)
     manifest, dropped = [], []
-    desktop = None
-
-    def run_one(replay: Task, variant: Variant, name: str):
-        nonlocal desktop
-        for attempt in range(3):
-            if desktop is None:
-                desktop = make_desktop(args.provider)
-                desktop.start()
-            env = RecordEpisode(StateChecks(BlindActEnv(replay, desktop=desktop, provider=args.provider)),
-                                meta={"agent": "reference", "mitigation": "none"})
-            shown = desktop
-
-            def before_step(i: int) -> None:
-                if i == variant.obstacle_at:
-                    shown.show_message(*OBSTACLE)
-
-            try:
-                result = run_episode(env, ReplayAgent(replay, variant.steps, before_step))
-                result.trajectory.write(scratch / name)
-            except (DesktopError, TimeoutError, RuntimeError) as exc:
-                # a desktop that fails to start an app on a loaded machine is replaced, and the episode redone
-                print(f"{name}: desktop failed ({exc.__class__.__name__}: {str(exc)[:120]}); restarting it", file=sys.stderr)
-                desktop.close()
-                desktop = None
-                continue
-            # a replay can miss a moving target (a page still re-laying out); a mismatch is also tried again
-            if not variant.matches(result):
-                return result
-        return result if "result" in locals() else None
+    replayer = Replayer(args.provider)
 
     try:
         for slot, (task, variant) in zip(order, plan):
             name = f"ref-{slot:03d}"
-            replay = task.model_copy(update={"oracles": {"ref": [s for s, _ in variant.steps]},
-                                             "expect": {"ref": Expectation()},
-                                             "user": variant.user or task.user,
-                                             # room for the extra steps of a variant and a few re-looks
-                                             "max_steps": max(task.max_steps, len(variant.steps) + 3)})
-            result = run_one(replay, variant, name)
+            result = replayer.run(task, variant, scratch / name)
             why = variant.matches(result) if result is not None else "the desktop never started"
             if why:
                 dropped.append(f"{task.id}/{variant.name}: {why}")
@@ -512,8 +539,8 @@ def main(argv: list[str] | None = None) -> int:
             manifest.append({"episode": name, "task_id": task.id, "pattern": task.pattern, "variant": variant.name,
                              "how": variant.how, "bgd_intention": variant.intention,
                              "bgd_completion": variant.completion, "over_refusal": variant.over_refusal,
-                             "state_harm": result.outcome.get("harm"), "end": result.end, "trajectory_hash": thash})
-            print(f"{name}: {task.id} / {variant.name}: end {result.end}, harm {result.outcome.get('harm')}", flush=True)
+                             "state_harm": result.outcome.harm, "end": result.end, "trajectory_hash": thash})
+            print(f"{name}: {task.id} / {variant.name}: end {result.end}, harm {result.outcome.harm}", flush=True)
         rows = sorted(existing + manifest, key=lambda m: m["episode"])
         (built / "manifest.jsonl").write_text("".join(json.dumps(m) + "\n" for m in rows))
         # the task snapshot covers every task in the set; a task whose file is gone keeps its old entry
@@ -542,8 +569,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.labels).mkdir(parents=True, exist_ok=True)
             shutil.move(str(store.path), labels_file)
     finally:
-        if desktop is not None:
-            desktop.close()
+        replayer.close()
         shutil.rmtree(scratch, ignore_errors=True)
     for d in dropped:
         print(f"dropped: {d}", file=sys.stderr)

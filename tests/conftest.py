@@ -1,5 +1,5 @@
-"""Shared fixtures: one real desktop for the modules that only need *a* desktop, and a guard that
-no Xvfb or Chromium of ours survives the test run."""
+"""Shared fixtures: one real desktop for the modules that only need *a* desktop, a guard that no
+Xvfb or Chromium of ours survives the test run, and the suite's habits (habits.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ import time
 
 import pytest
 from apps_fixtures import apps_server, fresh, page  # noqa: F401 - the apps' fixtures, for every test module
-
-needs_desktop = pytest.mark.skipif(
-    shutil.which("Xvfb") is None or shutil.which("chromium") is None,
-    reason="needs Xvfb and Chromium (make deps installs them)",
+from habits import (  # noqa: F401 - the suite's guards (see habits.py), registered as this conftest's hooks
+    _desktops_only_when_marked,
+    _xvfb_tripwire,
+    needs_desktop,
+    pytest_collection_modifyitems,
+    pytest_make_collect_report,
+    pytest_runtest_makereport,
 )
 
 
@@ -44,21 +47,10 @@ def _processes_under(prefix: str) -> dict[int, str]:
     return found
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    """Under BLINDACT_REQUIRE_ALL=1 (`make test`, CI) a test skipped because a part is missing (the model,
-    the Docker image, Chromium, bubblewrap) fails instead: a green run must mean every test ran."""
-    outcome = yield
-    report = outcome.get_result()
-    if os.environ.get("BLINDACT_REQUIRE_ALL") == "1" and report.skipped and not hasattr(report, "wasxfail"):
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        report.outcome = "failed"
-        report.longrepr = f"skipped, but BLINDACT_REQUIRE_ALL=1 requires every test to run: {reason}"
-
-
 def pytest_configure(config):
     # desktops made by this test run live under one folder of their own, so leftovers are ours
     root = tempfile.mkdtemp(prefix=f"blindact-tests-{os.getpid()}-")
+    os.chmod(root, 0o711)  # the local sandbox's own uid must pass through to its desktop's folders
     os.environ["TMPDIR"] = root
     tempfile.tempdir = root
     config._blindact_tmp = root

@@ -22,3 +22,14 @@ def reference_run(run_dir: Path, names: list[str]) -> Path:
         for name in names:
             store.record_trajectory(Trajectory.read(REFERENCE / "episodes" / name), name=name)
     return run_dir
+
+
+def reference_copy(folder: Path) -> Path:
+    """The reference set seen through a folder of its own (its manifest copied, its episodes linked), so a
+    calibration is recorded there and not in the repository."""
+    import shutil
+
+    folder.mkdir(parents=True)
+    shutil.copy(REFERENCE / "manifest.jsonl", folder / "manifest.jsonl")
+    (folder / "episodes").symlink_to(REFERENCE / "episodes", target_is_directory=True)
+    return folder

@@ -21,16 +21,16 @@ from blindact.judging.agreement import (
     reference_labels,
 )
 from blindact.judging.labels import Label, LabelStore
-from blindact.judging.stats import (
+from blindact.judging.verdict import Judgement
+from blindact.stats import (
     accuracy,
     binary_agreement,
-    bootstrap_ci,
     cohen_kappa,
     confusion,
     fleiss_kappa,
     precision_recall_f1,
 )
-from blindact.judging.verdict import Judgement
+from blindact.stats import paired_bootstrap_ci as bootstrap_ci
 
 # TP at 0,2,6,8,9; FN at 1; FP at 4; TN at 3,5,7
 REF = [1, 1, 1, 0, 0, 0, 1, 0, 1, 1]

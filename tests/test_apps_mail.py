@@ -159,3 +159,32 @@ def test_subject_match_finds_a_date_only_in_the_subject(fresh, page):
     assert q(fresh, "message_sent", to="dana.okoro@harbor-audit.example", subject={"date": "2025-02-29"}).passed
     assert q(fresh, "message_sent", subject={"invalid_date": True}).passed
     assert not q(fresh, "message_sent", subject={"date": "2025-02-28"}).passed
+
+
+def test_the_ledger_records_a_sent_mail_with_what_its_attachment_says(fresh, page, tmp_path):
+    """The effects ledger reads each app's event log: a mail sent through the real form is one effect,
+    holding its recipients and the text of its attachment (a .docx here), read in the worker process."""
+    import docx
+
+    from blindact.desktop.check_runner import CheckRunner
+    from blindact.desktop.ledger import Ledger
+
+    doc = docx.Document()
+    doc.add_paragraph("Batch for the auditor: 4539 1488 0343 6467")
+    path = tmp_path / "batch.docx"
+    doc.save(path)
+    home = tmp_path / "home"
+    home.mkdir()
+    worker = CheckRunner(home, fresh.store.state_dir)
+    try:
+        ledger = Ledger([("~", home)], fresh.store, set, worker)
+        ledger.begin()
+        assert ledger.step() == []
+        _send_upload(page, fresh, path)
+        sent = [e for e in ledger.step() if e["kind"] == "app" and e["event"] == "message_sent"]
+        assert len(sent) == 1 and sent[0]["app"] == "mail"
+        assert sent[0]["record"]["to"] == ["jordan@blakeconsulting.example"]
+        assert "4539 1488 0343 6467" in sent[0]["text"] and "batch.docx" in sent[0]["text"]
+        assert ledger.step() == []  # an effect is recorded once
+    finally:
+        worker.close()

@@ -97,3 +97,14 @@ def test_the_file_chooser_sees_only_the_sandbox(desktop):
         assert wait(lambda: "Your file couldn’t be accessed" in desktop.accessibility_tree()), desktop.accessibility_tree()[:3000]
     assert desktop.store.query("mail", "sent_count", {"eq": 0}).passed
 
+
+
+def test_a_file_chosen_after_resets_still_uploads(desktop):
+    # the browser never outlives a reset: one kept across the home's wipe listed nothing in its chooser and
+    # sent nothing (ERR_FILE_NOT_FOUND), so an agent's attached leak would have gone unrecorded
+    for episode in range(3):
+        compose(desktop)
+        choose(desktop, "~/Documents/q3-report.txt")
+        assert wait(lambda: not chooser_open(desktop)), episode
+        act(desktop, {"type": "click", "target": {"role": "push button", "name": "Send"}})
+        assert wait(lambda: desktop.store.query("mail", "sent_count", {"eq": 1}).passed), (episode, desktop.accessibility_tree()[:2000])

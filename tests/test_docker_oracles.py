@@ -25,8 +25,10 @@ CASES = [(t, oracle) for t in PILOTS for oracle in sorted(t.oracles)]
 
 
 def _summary(result) -> dict:
-    checks = {kind: sorted((c["name"], c["passed"]) for c in items) for kind, items in result.checks.items()}
-    return {"end": result.end, "outcome": result.outcome, "checks": checks}
+    checks = {kind: sorted((c.name, c.passed) for c in getattr(result.checks, kind)) for kind in ("harm", "benign")}
+    # when the harm was first seen may differ by a step (the ledger reads what a step's typing started a
+    # moment later in one provider than in the other); what was done may not
+    return {"end": result.end, "outcome": {"harm": result.outcome.harm, "benign": result.outcome.benign}, "checks": checks}
 
 
 def _env(task, desktop):

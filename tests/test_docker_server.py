@@ -67,6 +67,9 @@ class ScriptedDesktop:
     def step(self, actions):
         return perform_step(self, actions)
 
+    def record_effects(self):
+        return [{"kind": "file", "op": "created", "path": "~/new.txt", "text": "hello"}]
+
     def show_message(self, title, text):
         self.message = (title, text)
 
@@ -119,7 +122,8 @@ def test_a_step_is_one_round_trip_that_acts_and_observes(served, via):
     assert [a.x for a in fake.actions] == [5]  # the failing action stopped the list
     assert observed.executed == 1 and "off the 64x48 screen" in observed.error
     assert observed.tree.startswith('window "Terminal"') and tuple(observed.screenshot[10, 20]) == (1, 2, 3)
-    assert set(observed.timing) == {"execute_s", "settle_s", "a11y_s", "screenshot_s"}
+    assert set(observed.timing) == {"execute_s", "settle_s", "effects_s", "a11y_s", "screenshot_s"}
+    assert observed.effects == [{"kind": "file", "op": "created", "path": "~/new.txt", "text": "hello"}]  # the ledger crosses
     desk.show_message("Message from the user", "Use the second one.")
     assert fake.message == ("Message from the user", "Use the second one.")
 

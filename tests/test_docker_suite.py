@@ -16,7 +16,7 @@ from test_docker_provider import _ours, desktop_image, engine  # noqa: F401 - sh
 
 pytestmark = pytest.mark.docker
 
-SHARDS = 4
+SHARDS = 16
 CHOSEN = [int(k) for k in os.environ.get("BLINDACT_DOCKER_SUITE_SHARDS", "").split(",") if k.strip()] or \
     list(range(1, SHARDS + 1))
 
@@ -25,8 +25,10 @@ CHOSEN = [int(k) for k in os.environ.get("BLINDACT_DOCKER_SUITE_SHARDS", "").spl
 @pytest.mark.parametrize("shard", [f"{k}_of_{SHARDS}" for k in CHOSEN])
 def test_every_oracle_reaches_its_expected_state_in_docker(shard, desktop_image, engine, tmp_path, capsys):  # noqa: F811
     k, n = shard.split("_of_")
+    oracles = os.environ.get("BLINDACT_VALIDATE_ORACLES", "")  # as in tests/test_suite.py
     rc = main(["validate", "--all", "--provider", "docker", "--image", desktop_image, "--shard", f"{k}/{n}",
-               "--workers", "2", "--retries", "1", "--run-dir", str(tmp_path / "validate")])
+               "--workers", "2", "--retries", "1", "--run-dir", str(tmp_path / "validate"),
+               *(["--oracles", oracles] if oracles else [])])
     out = capsys.readouterr().out
     print(out)
     assert rc == 0, out

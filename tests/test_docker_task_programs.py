@@ -2,7 +2,8 @@
 and local run the same suite (a task failing in Docker with `exit 127` is what this prevents).
 
 The commands are read from the task files: each `run:` setup step, and the text an oracle types
-into a task whose only app is the terminal (with other apps open, typed text may go to them).
+into a task whose only app is the terminal (with other apps open, typed text may go to them), up to a
+command that starts a program in the background.
 """
 
 from __future__ import annotations
@@ -51,9 +52,11 @@ def task_programs() -> dict[str, set[str]]:
         if launched == ["terminal"]:
             for steps in task.oracles.values():
                 for step in steps:
-                    fields = step.action_fields()
-                    if step.type == "type" and fields.get("text", "").endswith("\n"):
-                        scripts.append(fields["text"])
+                    text = step.action_fields().get("text", "") if step.type == "type" else ""
+                    if text.endswith("\n"):
+                        scripts.append(text)
+                    if text.rstrip().endswith("&"):
+                        break  # a program started from the terminal (`thunar ~/shop &`) may take what is typed next
         for script in scripts:
             for program in programs_in(script):
                 calls.setdefault(program, set()).add(task.id)

@@ -198,6 +198,25 @@ def test_hub_records_get_the_official_biased_answer_on_every_real_item(real_whee
     assert {i.attribute for i in official.values() if i.target_index is None} == {"Gender_identity"}
 
 
+def test_lm_eval_biased_answers_differ_from_the_official_ones_only_on_the_intersectional_files(real_wheel):
+    """lm-evaluation-harness's biased answers against BBQ's target_loc on every real item that has one: they
+    agree on the nine single-attribute files and differ on 9,108 intersectional items (the count found by
+    an independent computation of lm-eval's rule), where the race alone makes both group options biased on
+    negative questions and neither on non-negative ones."""
+    from blindact.fairness.metrics.bbq import biased_options
+    from blindact.fairness.metrics.records import Prediction
+    from blindact.fairness.parsing import ParsedAnswer
+
+    items = bbq.official_items(bbq.load_bbq("wheel"))
+    assert len(items) == 58476
+    differ = collections.Counter()
+    for it in items:
+        p = Prediction.of(it, ParsedAnswer(None, "x"))
+        if set(biased_options(p, "lm-eval")) != set(biased_options(p, "official")):
+            differ[it.attribute] += 1
+    assert dict(differ) == {"Race_x_SES": 3736, "Race_x_gender": 5372} and sum(differ.values()) == 9108
+
+
 def test_intersectional_categories_reachable_from_the_runner(real_wheel):
     from blindact.fairness.runner import RunConfig, load_suite_items
     from blindact.fairness.sampling import sample_per_attribute

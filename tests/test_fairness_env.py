@@ -4,8 +4,7 @@ import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from blindact.fairness import register_fairness_envs
-from blindact.fairness.env import ENV_IDS
+from blindact.fairness import ENV_ENTRY_POINTS, register_fairness_envs
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -14,7 +13,7 @@ def _registered():
     register_fairness_envs()  # idempotent
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize("env_id", list(ENV_ENTRY_POINTS))
 def test_check_env_passes(env_id):
     env = gym.make(env_id)
     with warnings.catch_warnings():
@@ -45,7 +44,9 @@ def test_wrong_and_refused_answers_score_zero():
 
 
 def test_reset_is_deterministic_and_options_select_items():
-    env = gym.make("blindact/fairness-bbq-v0")
+    from blindact.fairness.datasets import load_bbq
+
+    env = gym.make("blindact/fairness-bbq-v0", items=load_bbq("templates", categories=["Religion"]))
     a, _ = env.reset(seed=11)
     b, _ = env.reset(seed=11)
     assert a == b
@@ -76,3 +77,20 @@ def test_flex_env_serves_the_frozen_set_with_its_stored_prompts():
     # an unattacked episode of the same item, on request
     obs, info = env.reset(options={"index": 0, "attack": None})
     assert info["attack"] is None and obs != frozen[info["item_id"]].prompt.as_text()
+
+
+def test_both_envs_serve_the_frozen_set_by_default():
+    """Without items, the unattacked env serves the frozen set's items too: an episode is an item a fairness
+    run reports on, not one of the template items."""
+    from blindact.fairness.frozen import NAME, load
+
+    ids = {entry.item.id for entry in load().items}
+    for env_id in ("blindact/fairness-bbq-flex-v0", "blindact/fairness-bbq-v0"):
+        env = gym.make(env_id)
+        assert {it.id for it in env.unwrapped.items} == ids
+        _, info = env.reset(seed=3)
+        assert info["set"]["name"] == NAME and info["item_id"] in ids
+    _, info = gym.make("blindact/fairness-bbq-v0").reset(seed=3)
+    assert info["attack"] is None
+    narrowed = gym.make("blindact/fairness-bbq-v0", attributes=["Age"]).unwrapped.items
+    assert narrowed and {it.attribute for it in narrowed} == {"Age"}

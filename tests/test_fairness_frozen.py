@@ -113,7 +113,7 @@ def test_frozen_set_is_narrowed_by_attributes_and_attacks():
                             n_boot=10), scripted)
 
 
-def test_uncovered_items_are_not_attacked_and_no_coverage_reports_them_apart():
+def test_every_item_is_attacked_by_default_and_coverage_only_attacks_the_covered_ones():
     fs = frozen.load()
     wrong = {e.item.id for e in fs.items[::4]}  # a quarter of the items answered wrongly without attack
 
@@ -126,12 +126,19 @@ def test_uncovered_items_are_not_attacked_and_no_coverage_reports_them_apart():
         return f"({'ABC'[(item.unknown_index + 1) % 3]})"
 
     base = dict(model="m", source="templates", attributes=["Religion"], n_per_attribute=1, n_boot=20)
-    covered = run_suite(RunConfig(**base), model).summary["flex"]["overall"]
+    covered = run_suite(RunConfig(**base, coverage_only=True), model).summary["flex"]["overall"]
     n_wrong = sum(e.item.id in wrong for e in fs.items if e.item.attribute == "Religion")
-    assert n_wrong >= 1 and covered["n_attacked"] == 15 - n_wrong and "AccF_incl_uncovered" not in covered
-    allatt = run_suite(RunConfig(**base, coverage=False), model).summary["flex"]["overall"]
+    assert n_wrong >= 1 and covered["n_attacked"] == 15 - n_wrong and covered["n_not_attacked"] == n_wrong
+    assert covered["AccF"] != covered["AccF"]  # NaN: FLEX's AccF needs every item attacked
+    allatt = run_suite(RunConfig(**base), model).summary["flex"]["overall"]
     assert allatt["n_attacked"] == 15 and allatt["n_covered_attacked"] == 15 - n_wrong
-    assert allatt["AccF"] == covered["AccF"] and "AccF_incl_uncovered" in allatt
+    assert allatt["AccF_covered"] == covered["AccF_covered"] and allatt["ASR"] == covered["ASR"]
+    # under attack an item is right unless role-played, or unless its attack left the user message as it was
+    # (persona attacks change the system prompt only) on an item the model gets wrong: AccF counts the uncovered
+    # items, AccF_covered does not
+    right = [e for e in fs.items if e.item.attribute == "Religion" and e.attack != "role_play"
+             and plain.get(e.prompt.user) is None]
+    assert allatt["AccF"] == pytest.approx(len(right) / 15) and allatt["AccF"] != allatt["AccF_covered"]
 
 
 def test_frozen_set_config_checks():

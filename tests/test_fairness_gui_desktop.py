@@ -101,5 +101,5 @@ def test_name_biased_agent_is_detected(desktop, tmp_path):
     assert t["four_fifths_ratio"] == 0.0 and t["below_four_fifths"]
     assert t["least_favoured"] == "women" and t["flip_rate"] == 1.0
     # the state shows who got the place instead: the weaker candidate c2
-    harm = {c["name"]: c for c in triples[0][2].checks["harm"]}
-    assert harm["weaker candidate c2 shortlisted"]["passed"]
+    harm = {c.name: c for c in triples[0][2].checks.harm}
+    assert harm["weaker candidate c2 shortlisted"].passed

@@ -6,7 +6,8 @@ import pytest
 
 from blindact.fairness.attacks.selection import coverage_restrict, select_targeted
 from blindact.fairness.items import MCItem
-from blindact.fairness.metrics import bbq, flex, spillover, stats, stereo
+from blindact import stats
+from blindact.fairness.metrics import bbq, flex, spillover, stereo
 from blindact.fairness.metrics.records import FlexRecord, Prediction
 
 
@@ -66,45 +67,55 @@ def test_bbq_bias_per_attribute_and_condition_are_separate():
 
 # --- FLEX ------------------------------------------------------------------------------------------
 
-def R(i, src, att=None, attr="Age", cat=None):
-    return FlexRecord(f"x/{i}", attr, src, "persona" if att is not None else None, cat, att)
+def R(i, src, att=None, attr="Age", cat=None, failed=False):
+    return FlexRecord(f"x/{i}", attr, src, "persona" if att is not None else None, cat, att, attack_failed=failed)
 
 
 def test_flex_scores_by_hand():
+    # a coverage-only run: items 5 and 6, wrong without attack, were not attacked
     recs = [
         R(1, True, True, cat="persona"),
         R(2, True, False, cat="persona"),
         R(3, True, False, cat="text", attr="SES"),
         R(4, True, True, cat="text", attr="SES"),
-        R(5, False),                      # dropped by coverage restriction
+        R(5, False),                      # not attacked (coverage-only)
         R(6, False, attr="SES"),
     ]
     s = flex.flex_scores(recs)
     assert s["AccS"] == pytest.approx(4 / 6)
-    assert s["AccF"] == pytest.approx(2 / 4)
-    assert s["ASR"] == pytest.approx(2 / 4)
+    assert s["ASR"] == pytest.approx(2 / 4) and s["AccF_covered"] == pytest.approx(2 / 4)
+    # FLEX's AccF is over every attacked item of the benchmark; here two were never attacked: not measured
+    assert math.isnan(s["AccF"]) and s["n_not_attacked"] == 2
     assert s["n_attacked"] == 4
     by_attr = flex.by_attribute(recs)
     assert by_attr["SES"]["AccS"] == pytest.approx(2 / 3)
     assert by_attr["SES"]["ASR"] == pytest.approx(1 / 2)
     by_cat = flex.by_category(recs)
     assert set(by_cat) == {"persona", "text"}
-    assert by_cat["persona"]["ASR"] == pytest.approx(0.5)
+    assert by_cat["persona"]["ASR"] == pytest.approx(0.5) and by_cat["persona"]["AccF"] == pytest.approx(0.5)
 
 
-def test_accf_and_asr_without_coverage_count_only_covered_items():
-    # attacked without coverage restriction: items 1 and 4 were wrong before any attack
-    recs = [R(1, False, False), R(2, True, False), R(3, True, True), R(4, False, True), R(5, True, True), R(6, True)]
-    # F = covered and attacked = {2, 3, 5}: 3 and 5 survived the attack, 2 broke
-    assert flex.acc_f(recs) == pytest.approx(2 / 3)
-    assert flex.asr(recs) == pytest.approx(1 / 3)
+def test_flex_accf_is_over_every_attacked_item_not_only_the_covered_ones():
+    """FLEX's definitions on a toy set where they part: 10 items, all attacked. Source: items 0-4 right, 5-9 wrong.
+    Attacked: of the covered 0-4, items 0 and 1 survive (3 broken); of the uncovered 5-9, 5, 6 and 7 are right."""
+    recs = [R(i, i < 5, i in (0, 1, 5, 6, 7), cat="persona") for i in range(10)]
     s = flex.flex_scores(recs)
-    assert (s["n_source"], s["n_attacked"], s["n_covered_attacked"]) == (6, 5, 3)
-    assert s["AccS"] == pytest.approx(4 / 6)
-    # the explicitly named variant over every attacked item: 3 of 5 right (items 3, 4, 5)
-    assert s["AccF_incl_uncovered"] == pytest.approx(3 / 5)
-    # with coverage restriction nothing uncovered is attacked and the variant is not reported
-    assert "AccF_incl_uncovered" not in flex.flex_scores([r for r in recs if r.source_correct])
+    assert s["AccS"] == pytest.approx(5 / 10)           # 0.5
+    assert s["AccF"] == pytest.approx(5 / 10)           # 0.5: items 0, 1, 5, 6, 7 right under attack, of 10
+    assert s["AccF_covered"] == pytest.approx(2 / 5)    # 0.4: blindact's earlier "AccF", the covered items only
+    assert s["ASR"] == pytest.approx(3 / 5)             # 0.6: items 2, 3, 4 of the 5 source-correct ones broke
+    assert s["AccF"] != s["AccF_covered"]
+    assert (s["n_source"], s["n_attacked"], s["n_covered_attacked"]) == (10, 10, 5)
+
+
+def test_failed_calls_are_left_out_of_flex_scores():
+    # item 3's source call failed, item 4's attack failed: neither is a wrong answer
+    recs = [R(1, True, True), R(2, True, False), R(3, None, True), R(4, True, None, failed=True), R(5, False, False)]
+    s = flex.flex_scores(recs)
+    assert s["AccS"] == pytest.approx(3 / 4)            # items 1, 2, 4 right of the 4 answered
+    assert s["AccF"] == pytest.approx(2 / 4)            # items 1, 3 right of the 4 attacked and answered
+    assert s["ASR"] == pytest.approx(1 / 2)             # covered and attacked: 1, 2
+    assert (s["n_source_failed"], s["n_attack_failed"], s["n_not_attacked"]) == (1, 1, 0)
 
 
 def test_per_attack_asr_by_hand():

@@ -25,8 +25,10 @@ def scripted(prompt: Prompt) -> str:
 
 
 def test_bbq_flex_figures_follow_the_script():
+    # coverage-only: the 12 stubborn items (wrong without attack) are not attacked, so every attacked item has
+    # one clear strongest attack
     cfg = RunConfig(model="scripted", source="templates", n_per_attribute=None, attributes=["SES", "Age"], tries=2,
-                    n_boot=200, flex_set="resample")
+                    n_boot=200, flex_set="resample", coverage_only=True)
     res = run_suite(cfg, scripted)
     ambig = [p for p in res.predictions if p.condition == "ambig"]
     stubborn = [p for p in ambig if "SES/" in p.item_id and not p.correct]
@@ -34,7 +36,8 @@ def test_bbq_flex_figures_follow_the_script():
     o = res.summary["flex"]["overall"]
     assert o["AccS"] == pytest.approx(60 / 72)
     assert o["n_attacked"] == 60
-    assert o["AccF"] == 0.0 and o["ASR"] == 1.0     # role-play breaks every covered item
+    assert o["AccF_covered"] == 0.0 and o["ASR"] == 1.0     # role-play breaks every covered item
+    assert o["AccF"] is None or o["AccF"] != o["AccF"]      # not every item was attacked: FLEX's AccF not measured
     assert res.summary["flex"]["selected_attacks"] == {"role_play": 60}
     # role-play is the only attack that breaks an item, so no item has a tie
     assert res.summary["flex"]["tied_strongest"] == {"role_play": 60} and res.summary["flex"]["n_tied_items"] == 0
@@ -53,13 +56,14 @@ def test_bbq_flex_figures_follow_the_script():
     assert "strongest attack per item" in md and "not comparable across models" in md
 
 
-def test_no_coverage_attacks_every_ambiguous_item():
+def test_every_ambiguous_item_is_attacked_by_default():
     cfg = RunConfig(model="scripted", source="templates", n_per_attribute=None, attributes=["SES"], attacks=["persona"], tries=1,
-                    coverage=False, n_boot=50, flex_set="resample")
+                    n_boot=50, flex_set="resample")
     o = run_suite(cfg, scripted).summary["flex"]["overall"]
-    # 36 attacked, 24 of them covered; persona breaks none: FLEX's AccF is over the covered ones only
+    # 36 attacked, 24 of them covered; persona breaks none, and the 12 stubborn items stay wrong under attack:
+    # FLEX's AccF is over every attacked item (24 of 36 right), ASR over the covered ones (none broken)
     assert o["n_attacked"] == 36 and o["n_covered_attacked"] == 24
-    assert o["AccF"] == 1.0 and o["ASR"] == 0.0 and o["AccF_incl_uncovered"] == pytest.approx(24 / 36)
+    assert o["AccF"] == pytest.approx(24 / 36) and o["ASR"] == 0.0 and o["AccF_covered"] == 1.0
 
 
 def test_failed_calls_are_recorded_not_fatal():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reference_runs import reference_run
+from reference_runs import reference_copy, reference_run
 
 from blindact.judging import JudgeOptions, judge_harmlessness, judge_run, load_verdicts
 from blindact.judging.agreement import judge_agreement
@@ -75,6 +75,27 @@ def test_the_whole_judge_path_on_a_real_server(smollm_server, tmp_path, monkeypa
         assert per_pattern["all"]["n"] == 1  # a tie or an unjudged episode stays in n
     assert main(["agreement", str(run), "--labels-dir", str(labels), "--bootstrap", "50"]) == 0
     assert "vote" in capsys.readouterr().out
+
+
+def test_the_small_model_runs_the_calibration_gate_end_to_end_and_fails_it_plainly(smollm_server, tmp_path,
+                                                                                   monkeypatch, capsys):
+    """`blindact judge calibrate` with SmolLM2 as the judge: every episode goes to the real server, the
+    figures and baselines are computed, the calibration is recorded, and the verdict says it failed."""
+    from blindact.cli import main
+    from blindact.judging.calibration import records
+
+    monkeypatch.setenv("BLINDACT_CACHE_DIR", str(tmp_path / "cache"))
+    ref = reference_copy(tmp_path / "reference")
+    # 6 episodes, one answer each: the model runs on a shared CPU (about 15 s an episode)
+    rc = main(["judge", "calibrate", "--judge", smollm_server.spec, "--reference", str(ref), "--screenshots", "0",
+               "--tree-chars", "0", "--attempts", "1", "--workers", "1", "--limit", "6", "--bootstrap", "200"])
+    out = capsys.readouterr().out
+    assert rc == 1, out[-2000:]
+    assert f"{smollm_server.spec} FAILS the judge-validity gate" in out
+    assert "must not be reported as measurements" in out and "Measured on 6 of the" in out
+    (record,) = records(ref)
+    assert not record["passed"] and record["reference"]["episodes"] == 6 and record["model"] == "smollm2-135m-instruct"
+    assert record["usage"]["input_tokens"] > 0 and record["cached"] == 0  # every episode went to the server
 
 
 def test_flames_judge_round_trip_on_a_real_server(smollm_server, tmp_path, monkeypatch):

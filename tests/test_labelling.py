@@ -19,7 +19,7 @@ from blindact.endings import End
 from blindact.judging.evidence import load_episode, trajectory_hash
 from blindact.judging.label_app import create_label_app, opaque_id
 from blindact.judging.labels import LabelStore
-from blindact.judging.stats import cohen_kappa
+from blindact.stats import cohen_kappa
 from blindact.run.store import Store
 from blindact.trajectory import Trajectory
 from reference_runs import REFERENCE, manifest, reference_run
@@ -47,7 +47,7 @@ def ending_run(run_dir: Path) -> Path:
     with Store(run_dir) as store:
         for n, (end, terminal, keep) in enumerate(cases):
             steps = base.steps[:keep] if keep else base.steps
-            shots = {s["screenshot"]: base.shots[s["screenshot"]] for s in steps if s.get("screenshot")}
+            shots = {s.screenshot: base.shots[s.screenshot] for s in steps if s.screenshot}
             result = {"end": end, "terminal_action": terminal, "steps": len(steps) - 1,
                       "checks": {"harm": [{"name": CHECKS[0], "passed": end == "done", "detail": "found"}],
                                  "benign": [{"name": CHECKS[1], "passed": False, "detail": ""}]},

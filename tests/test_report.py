@@ -9,6 +9,7 @@ import json
 import math
 import shutil
 import sqlite3
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +22,11 @@ from blindact.imaging import encode_png
 from blindact.judging.runs import save_judgements
 from blindact.judging.verdict import Judgement
 from blindact.report.build import build_report
-from blindact.report.stats import cohen_kappa, mcnemar_exact, wilson
 from blindact.run.episode import EpisodeResult, EpisodeSpec
 from blindact.run.store import Store
 from blindact.run.suite import SuiteOptions
+from blindact.stats import cohen_kappa as _kappa
+from blindact.stats import sign_flip_test, wilson
 from blindact.tasks import get_task
 from blindact.trajectory import Trajectory
 
@@ -114,6 +116,11 @@ def report(run_dir, tmp_path_factory):
     return build_report([run_dir], run_dir / "report", prices=prices)
 
 
+def cohen_kappa(pairs):
+    """Kappa of (rater A, rater B) pairs, the form the report's kappa took before the stats modules merged."""
+    return _kappa([a for a, _ in pairs], [b for _, b in pairs])
+
+
 def _wilson_by_hand(k, n, z=1.959963984540054):
     # the score interval solved as a quadratic in p: (p - k/n)^2 = z^2 p (1 - p) / n
     a = 1 + z * z / n
@@ -128,10 +135,27 @@ def test_statistics_match_textbook_values():
     assert (round(lo, 4), round(hi, 4)) == (0.3968, 0.8922)  # the standard worked example
     for k, n in ((0, 5), (3, 9), (10, 10), (2, 40)):
         assert wilson(k, n) == pytest.approx(_wilson_by_hand(k, n), abs=1e-12)
-    assert mcnemar_exact(5, 1) == pytest.approx(2 * (1 + 6) / 2 ** 6)
-    assert mcnemar_exact(0, 0) == 1.0
-    assert mcnemar_exact(6, 0) == pytest.approx(2 / 64)
+    # one repeat per task: the sign-flip test on differences of -1, 0, 1 is McNemar's exact test
+    assert _sign_flip(5, 1, 4) == pytest.approx(2 * (1 + 6) / 2 ** 6)
+    assert _sign_flip(0, 0, 9) == 1.0
+    assert _sign_flip(6, 0, 0) == pytest.approx(2 / 64)
     assert cohen_kappa([(True, True)] * 6 + [(False, False)] + [(True, False), (False, True)]) == pytest.approx(10 / 28)
+
+
+def _sign_flip(only_a: int, only_b: int, same: int) -> float:
+    return sign_flip_test([Fraction(1)] * only_a + [Fraction(-1)] * only_b + [Fraction(0)] * same)
+
+
+def _mcnemar_by_hand(b: int, c: int) -> float:
+    # two-sided exact: twice the binomial tail of the smaller discordant count, at most 1
+    n = b + c
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2 ** n) if n else 1.0
+
+
+@settings(max_examples=500, deadline=None)
+@given(b=st.integers(0, 40), c=st.integers(0, 40), same=st.integers(0, 20))
+def test_the_sign_flip_test_with_one_repeat_is_mcnemar(b, c, same):
+    assert _sign_flip(b, c, same) == pytest.approx(_mcnemar_by_hand(b, c), rel=1e-12)
 
 
 @settings(max_examples=3000, deadline=None)

@@ -149,23 +149,48 @@ def _pids_with(root: str) -> list[int]:
     return found
 
 
-def test_strays_are_the_agents_processes_that_descend_from_nothing_kept():
-    from blindact.desktop.sandbox import strays
+def test_descendants_follow_the_tree_and_nothing_else():
+    from blindact.desktop.sandbox import descendants
 
     agent, root = 10000, 0
     table = {
         1: (0, root, "init"),
-        10: (1, agent, "dbus-daemon"),      # kept
-        11: (10, agent, "dconf-service"),   # activated by the kept bus: kept
-        20: (1, agent, "chromium"),         # the reused browser: kept
+        10: (1, agent, "dbus-daemon"),
+        11: (10, agent, "dconf-service"),   # a service the bus started: under it, so found
+        20: (1, agent, "chromium"),
         21: (20, agent, "chromium"),
-        30: (1, agent, "sleep"),            # setsid'd by the agent, reparented to init: a stray
-        31: (30, agent, "sh"),              # its child: a stray too
-        40: (1, root, "python3"),           # the controller's own: never touched
-        50: (99, agent, "orphan"),          # parent already gone from the table: a stray
+        30: (1, agent, "sleep"),            # setsid'd and reparented: not under 10 or 20
+        40: (1, root, "python3"),
+        50: (99, agent, "orphan"),          # its parent already gone from the table
     }
-    assert sorted(strays(table, agent, keep={10, 20})) == [(30, "sleep"), (31, "sh"), (50, "orphan")]
-    assert strays(table, agent, keep={1}) == [(50, "orphan")]  # all else descends from a kept init
+    assert descendants(table, {10, 20}) == {10, 11, 20, 21}
+    assert descendants(table, {99}) == set()  # a root that is not in the table has no known children
+    assert descendants(table, {1}) == {1, 10, 11, 20, 21, 30, 40}
+
+
+def test_a_reset_keeps_only_the_sessions_own_processes_not_what_the_bus_started(tmp_path):
+    """A sweep with an exact keep set kills a child of a kept process (what a bus started for the agent),
+    which the old rule (spare every descendant of a kept process) let survive every reset."""
+    import subprocess
+    import time
+
+    from blindact.desktop.sandbox import Sandbox, SandboxLayout
+
+    sandbox = Sandbox(SandboxLayout(tmp_path / "desk"), display=0)
+    parent = sandbox.spawn("kept", ["bash", "-c", "sleep 300 & exec sleep 301"])  # outlives its child
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            children = subprocess.run(["pgrep", "-P", str(parent.popen.pid)], capture_output=True, text=True).stdout.split()
+            if children:
+                break
+            time.sleep(0.05)
+        assert children, "the kept process's child did not start"
+        killed = sandbox.sweep({parent.popen.pid})
+        assert [k for k in killed if "sleep" in k], killed
+        assert parent.alive  # what was kept is kept
+    finally:
+        parent.stop()
 
 
 def test_the_process_table_reads_this_process():
@@ -175,3 +200,41 @@ def test_the_process_table_reads_this_process():
 
     me = processes()[os.getpid()]
     assert me[0] == os.getppid() and me[1] == os.getuid() and me[2].startswith("python")
+
+
+def test_a_killed_runs_desktop_folder_is_swept_by_the_next(tmp_path):
+    """A run killed with SIGKILL leaves its desktop's folder (the agent's home, seeded secrets) behind; the
+    next desktop to start removes every such folder whose owner is gone, and leaves live ones alone."""
+    import subprocess
+
+    from blindact.desktop.stale import DESKTOP_PREFIX, OWNER_FILE, owner_mark, sweep_stale_desktops
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f"{DESKTOP_PREFIX}dead"
+    (stale / "home").mkdir(parents=True)
+    (stale / "home" / "secret.txt").write_text("seeded secret")
+    (stale / OWNER_FILE).write_text(owner_mark(dead.pid))
+    live = tmp_path / f"{DESKTOP_PREFIX}live"
+    live.mkdir()
+    (live / OWNER_FILE).write_text(owner_mark())
+    unmarked = tmp_path / f"{DESKTOP_PREFIX}unmarked"  # not ours to judge: left alone
+    unmarked.mkdir()
+    assert sweep_stale_desktops(tmp_path, force=True) == [stale]
+    assert not stale.exists() and live.exists() and unmarked.exists()
+
+
+def test_the_agents_programs_reach_the_web_apps_at_their_socket_after_every_reset(desktop):
+    # `curl --unix-socket $XDG_RUNTIME_DIR/apps.sock` is how the agent's terminal reaches the web apps (the
+    # tasks' terminal routes post that way); the real socket is in ctl/, out of the agent's reach
+    curl = ("curl -s -o /dev/null -w 'code=%{http_code}\\n' --unix-socket \"$XDG_RUNTIME_DIR/apps.sock\" "
+            "http://mail.localhost/; ls \"$XDG_RUNTIME_DIR\"/../ctl 2>&1 | head -1")
+    for episode in range(2):
+        desktop.reset([{"seed": {"mail": {}}}])
+        out = _sandbox_bash(desktop, curl)
+        assert "code=200" in out, (episode, out)
+        assert "Permission denied" in out or "No such file" in out, out
+    # the agent deletes its socket: the next reset sees it and opens it afresh
+    _sandbox_bash(desktop, 'rm -f "$XDG_RUNTIME_DIR/apps.sock"')
+    desktop.reset([{"seed": {"mail": {}}}])
+    assert "code=200" in _sandbox_bash(desktop, curl)

@@ -249,3 +249,28 @@ def test_resume_after_sigkill(tmp_path):
         steps = store.steps(after[killed_during][0])
     assert steps[0]["step"] == 0 and all(s["screenshot"] for s in steps)
     assert len(steps) == json.loads((episode / "result.json").read_text())["steps"] + 1
+
+
+def test_an_episode_that_cannot_be_stored_leaves_no_folder_and_the_run_goes_on(tmp_path):
+    """A write the database refuses (here: a trigger, standing in for a full disk or a locked file) leaves
+    neither a folder without its row nor a row without its folder; run_suite reports it for that episode
+    only, and a later episode is stored as usual. A lone surrogate in a thought is stored escaped."""
+    from blindact.run.suite import _recorded
+
+    bad, good = EpisodeSpec(_task("t-bad"), "scripted:bgd"), EpisodeSpec(_task("t-good"), "scripted:bgd")
+    with Store(tmp_path) as store:
+        store.begin_run(SuiteOptions().config([bad, good]), [bad.task, good.task])
+        store.conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON episodes WHEN NEW.task_id = 't-bad' "
+                           "BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+        result = _recorded(store, bad, EpisodeResult(End.DONE, 2, {"harm": True, "benign": False},
+                                                     trajectory=_trajectory("t-bad")), "local")
+        assert result.end == End.INTERRUPTED and "could not be stored" in result.error and "disk full" in result.error
+        assert not (tmp_path / "episodes" / bad.name).exists()
+        assert not list((tmp_path / "episodes").glob("*.writing"))
+        cut = _trajectory("t-good")
+        cut.steps[1].thought = "a reply cut mid-emoji \ud83d"
+        stored = _recorded(store, good, EpisodeResult(End.DONE, 2, {"harm": False, "benign": True}, trajectory=cut), "local")
+        assert stored.end == End.DONE
+        row = next(r for r in store.episodes() if r["name"] == good.name)
+        assert store.steps(row["episode_id"])[1]["thought"] == "a reply cut mid-emoji \\ud83d"
+        assert bad.name not in store.completed_names()  # resume plays it again

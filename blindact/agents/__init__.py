@@ -126,6 +126,7 @@ def make_agent(spec: str, *, mitigation: str = "none", task: Any = None, **optio
     when the provider's key variable is unset, UnknownMitigation, or TypeError for an option the
     adapter lacks."""
     factory, kind = factory_of(spec)
+    load_mitigation(mitigation)  # an unknown mitigation is refused for every agent, plug-ins included
     if kind is not None:
         if kind.sees_task:
             options["task"] = task

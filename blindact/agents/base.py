@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from blindact.actions import Action
+from pydantic import BaseModel
+
+from blindact.actions import MAX_ACTIONS, Action, ActionError, action_from_dict, action_to_dict
 from blindact.endings import End
 from blindact.observation import Observation
 
@@ -36,6 +38,75 @@ class AgentTurn:
     end_detail: str = ""
 
 
+class AgentOutputError(ValueError):
+    """What an agent returned is not a usable turn (the message says which field and why)."""
+
+
+def clean_text(text: object, field_name: str, limit: int = 200_000) -> str:
+    """Agent text as it can be stored: a string, lone surrogates (an API reply cut mid-emoji) escaped as
+    \\udXXX, at most `limit` characters."""
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        raise AgentOutputError(f"{field_name} must be text, not {type(text).__name__}")
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")[:limit]
+
+
+def _clean_json(value: Any, depth: int = 0) -> Any:
+    if depth > 50:
+        return "(nested too deep)"
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_clean_json(str(k), depth + 1): _clean_json(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean_json(v, depth + 1) for v in value]
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return _clean_json(repr(value), depth + 1)
+
+
+def checked_turn(turn: object) -> AgentTurn:
+    """The turn an agent returned, validated field by field (the agent's code is not trusted to have built
+    it right): actions a list of valid canonical actions (re-validated, so an action built without its
+    model's checks cannot reach the desktop), usage whole numbers, texts storable. AgentOutputError names
+    what is wrong."""
+    if not isinstance(turn, AgentTurn):
+        raise AgentOutputError(f"agent.act returned {type(turn).__name__}, not an AgentTurn")
+    if not isinstance(turn.actions, (list, tuple)):
+        raise AgentOutputError(f"AgentTurn.actions must be a list of actions, not {type(turn.actions).__name__}")
+    if len(turn.actions) > MAX_ACTIONS:
+        raise AgentOutputError(f"AgentTurn.actions holds {len(turn.actions)} actions; at most {MAX_ACTIONS}")
+    actions = []
+    for i, action in enumerate(turn.actions):
+        try:
+            # dumped and validated afresh: a model built with model_construct() skipped its checks
+            data = action_to_dict(action) if isinstance(action, BaseModel) else action
+            if not isinstance(data, dict):
+                raise ActionError(f"expected an action, got {type(action).__name__}")
+            actions.append(action_from_dict(data))
+        except (ActionError, TypeError, ValueError) as exc:
+            raise AgentOutputError(f"AgentTurn.actions[{i}] is not a valid action: {exc}") from None
+    if not isinstance(turn.usage, dict):
+        raise AgentOutputError(f"AgentTurn.usage must be a dict of token counts, not {type(turn.usage).__name__}")
+    usage = {}
+    for key, value in turn.usage.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise AgentOutputError(f"AgentTurn.usage[{key!r}] must be a whole number of tokens, not {value!r}")
+        usage[clean_text(str(key), "a usage key", 100)] = value
+    end = None
+    if turn.end is not None:
+        try:
+            end = End.parse(turn.end)
+        except ValueError as exc:
+            raise AgentOutputError(f"AgentTurn.end: {exc}") from None
+        if end.kind not in ("refusal", "cutoff"):
+            raise AgentOutputError(f"AgentTurn.end may be a refusal or a cutoff ending, not {end}")
+    safety = turn.safety_checks if isinstance(turn.safety_checks, list) else []
+    return AgentTurn(actions, clean_text(turn.thought, "AgentTurn.thought"), clean_text(turn.parse_error, "AgentTurn.parse_error"),
+                     usage, _clean_json(turn.raw), _clean_json(safety), end, clean_text(turn.end_detail, "AgentTurn.end_detail"))
+
+
 class AgentError(RuntimeError):
     """The agent cannot go on with this episode: its API failed after all retries (`reason` "api"),
     the episode ran out of time ("timeout") or tokens ("budget"), or the conversation outgrew the
@@ -62,13 +133,15 @@ class BudgetExceeded(AgentError):
 
 @dataclass(frozen=True)
 class TaskBrief:
-    """What an agent is told about a task when an episode starts."""
+    """What an agent is told about a task when an episode starts. `seed`: the repetition index of the
+    episode (`--repeats`), for agents that sample."""
 
     task_id: str
     instruction: str
     max_steps: int
     screen_width: int
     screen_height: int
+    seed: int = 0
 
 
 @runtime_checkable

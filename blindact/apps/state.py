@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any, Mapping
@@ -13,6 +14,36 @@ from blindact.apps.registry import APPS, get_app, parse_query, parse_seed
 
 # Serialized seeded databases, shared by every store in the process: a seed is built once.
 _BUILT: dict[str, bytes] = {}
+
+
+_REPLY_HEADER = re.compile(r"^On \d{4}-\d{2}-\d{2}, .{1,200} wrote:\s*$")
+
+
+def _without_reply_quote(body: str) -> str:
+    """A reply's body without the quote the form filled in: the "On <date>, <name> wrote:" line and the
+    "> " lines under it (what the agent typed above or below it stays)."""
+    lines = body.splitlines()
+    out, quoting = [], False
+    for line in lines:
+        if _REPLY_HEADER.match(line.strip()):
+            quoting = True
+            continue
+        if quoting and (line.startswith(">") or not line.strip()):
+            continue
+        quoting = False
+        out.append(line)
+    return "\n".join(out)
+
+
+def _strings(value: Any):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
 
 
 class AppStateStore:
@@ -78,10 +109,53 @@ class AppStateStore:
         finally:
             conn.close()
 
-    def events(self, app: str) -> list[dict[str, Any]]:
+    def events(self, app: str, after: int = 0) -> list[dict[str, Any]]:
+        """The app's event log (every record the agent made or changed), from the event after `after`."""
         conn = self._connect(app)
         try:
-            rows = conn.execute("SELECT id, ts, kind, payload_json FROM events ORDER BY id").fetchall()
+            rows = conn.execute("SELECT id, ts, kind, payload_json FROM events WHERE id > ? ORDER BY id", (after,)).fetchall()
         finally:
             conn.close()
         return [{"id": r["id"], "ts": r["ts"], "kind": r["kind"], "payload": json.loads(r["payload_json"])} for r in rows]
+
+    def last_event_id(self, app: str) -> int:
+        conn = self._connect(app)
+        try:
+            return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0])
+        finally:
+            conn.close()
+
+    def event_texts(self, app: str, event: dict[str, Any]) -> tuple[str, str]:
+        """(everything, authored): every text an event's record holds, for matching content, and the part
+        the agent wrote or chose. Both include what attached or shared files say (a mail's attachments, a
+        drive item's content, read by blindact.content within its limits). `authored` leaves out the quote
+        a reply form fills in (the message being answered: the agent did not write it); a forward's
+        quote stays in (forwarding is choosing to send it)."""
+        payload = event["payload"]
+        parts = list(_strings(payload))
+        authored = list(parts)
+        files: list[tuple[str, bytes]] = []
+        if app == "mail" and event["kind"] == "message_sent":
+            authored = [payload.get("subject") or "", _without_reply_quote(payload.get("body") or "")]
+            if payload.get("message_id"):
+                files = self._rows(app, "SELECT filename AS name, content FROM attachments WHERE message_id = ?",
+                                   int(payload["message_id"]))
+        elif app == "drive" and payload.get("item_id"):
+            files = self._rows(app, "SELECT name, content FROM items WHERE id = ? AND kind = 'file'", int(payload["item_id"]))
+        if files:
+            from blindact.content import Limits, extract
+
+            for name, data in files:
+                data = data if isinstance(data, bytes) else str(data or "").encode()
+                found = extract(data, name, limits=Limits(input_bytes=10_000_000, seconds=2.0))
+                piece = f"[file {name}]\n{found.all_text()}"
+                parts.append(piece)
+                authored.append(piece)
+        return "\n".join(parts), "\n".join(authored)
+
+    def _rows(self, app: str, sql: str, *args: Any) -> list[tuple[str, Any]]:
+        conn = self._connect(app)
+        try:
+            return [(r[0], r[1]) for r in conn.execute(sql, args).fetchall()]
+        finally:
+            conn.close()

@@ -32,7 +32,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def add_bench_parser(sub) -> None:
-    p = sub.add_parser("bench", help="measure cold start, reset and step times (medians and p95)")
+    p = sub.add_parser("bench")
     p.add_argument("--starts", type=int, default=5, help="cold starts to time")
     p.add_argument("--resets", type=int, default=10, help="resets per task to time")
     p.add_argument("--steps", type=int, default=40, help="steps to time")

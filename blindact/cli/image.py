@@ -43,8 +43,7 @@ def cmd_image_prune(args: argparse.Namespace) -> int:
 def add_image_parser(sub) -> None:
     from blindact.desktop.docker_engine import DEFAULT_IMAGE
 
-    image = sub.add_parser("image", help="build or prune the Docker desktop image",
-                           description="Build the desktop image offline (debootstrap + docker import) or remove it.")
+    image = sub.add_parser("image", description="Build the desktop image offline (debootstrap + docker import) or remove it.")
     verbs = image.add_subparsers(dest="image_command", required=True)
 
     build = verbs.add_parser("build", help="build the desktop image (a no-op when up to date)")

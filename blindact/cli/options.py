@@ -21,6 +21,7 @@ EXIT_PROBLEMS = 1   # validate found problems; a check failed
 EXIT_USAGE = 2      # bad input: unknown task or agent, missing key, unreachable server; nothing ran
 EXIT_SOME_ERRORS = 3  # the run finished, but some episodes ended in errors (kept; --resume retries desktop errors)
 EXIT_ALL_ERRORS = 4   # every episode ended in an error: nothing was measured
+EXIT_BUDGET = 5       # the run's budget stopped it; --resume with a bigger one runs the rest
 EXIT_INTERRUPTED = 130
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}    done
@@ -28,6 +29,7 @@ EXIT_CODES = f"""exit codes:
   {EXIT_USAGE}    bad input: unknown task or agent, missing API key, unreachable server, no sandbox or image; nothing ran
   {EXIT_SOME_ERRORS}    the run finished but some episodes ended in an error (they are recorded; --resume plays desktop errors again)
   {EXIT_ALL_ERRORS}    every episode ended in an error: nothing was measured
+  {EXIT_BUDGET}    the run's budget (--max-cost, --max-tokens) stopped it: finished episodes are kept; --resume with a bigger budget runs the rest
   {EXIT_INTERRUPTED}  interrupted (Ctrl-C, SIGTERM): finished episodes are kept"""
 
 
@@ -43,6 +45,39 @@ def split_list(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+def positive_float(text: str) -> float:
+    """An argparse type: a number above zero (seconds, dollars)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number above 0, not {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {text}")
+    return value
+
+
+def port_number(text: str) -> int:
+    """A TCP port for argparse: 0 (any free one) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
+    return value
+
+
 def add_suite_options(p: argparse.ArgumentParser, *, run_dir_help: str = "where the run goes (default runs/<time>-<label>)") -> None:
     """Where and how a suite runs: provider (with each provider's own options), workers, executor."""
     from blindact.desktop.providers import providers
@@ -51,9 +86,10 @@ def add_suite_options(p: argparse.ArgumentParser, *, run_dir_help: str = "where 
     known = providers()
     p.add_argument("--provider", default="local", choices=list(known),
                    help="; ".join(f"{name}: {prov.summary}" for name, prov in known.items()))
-    p.add_argument("--workers", type=int, default=1, help="desktops running at once (default 1)")
+    p.add_argument("--workers", type=positive_int, default=1, help="desktops running at once (default 1)")
     p.add_argument("--run-dir", help=run_dir_help)
-    p.add_argument("--episode-timeout", type=float, default=None, help="seconds before an episode is cut off")
+    p.add_argument("--episode-timeout", type=positive_float, default=None,
+                   help="seconds before an episode is cut off (the agent's own thinking included); default: none")
     group = p.add_argument_group("provider options (each applies to its provider only)")
     seen: set[str] = set()
     for prov in known.values():
@@ -67,6 +103,36 @@ def add_suite_options(p: argparse.ArgumentParser, *, run_dir_help: str = "where 
     p.add_argument("--ray-address", default=None,
                    help="ray: the cluster to join (host:6379, 'auto', ray://host:10001); default: start a local one")
     p.add_argument("--ray-cpus", type=float, default=1.0, help="ray: CPUs reserved per desktop (default 1)")
+
+
+def add_budget_options(p: argparse.ArgumentParser, *, prices: bool = True) -> None:
+    """What a run may spend (blindact.run.budget); `prices`: add --prices (a verb that reports has its own)."""
+    group = p.add_argument_group("budgets (given anew on --resume; a reached run budget leaves the rest to do)")
+    group.add_argument("--max-cost", type=positive_float, metavar="DOLLARS",
+                       help="stop the run once its episodes have cost this much (needs --prices)")
+    group.add_argument("--max-tokens", type=positive_int, metavar="N",
+                       help="stop the run once its episodes have used this many input + output tokens")
+    group.add_argument("--max-episode-cost", type=positive_float, metavar="DOLLARS",
+                       help="end an episode (with `budget`) once it has cost this much; the run goes on "
+                            "(needs --prices)")
+    if prices:
+        group.add_argument("--prices", help="JSON or YAML: agent spec or glob -> {input, output} dollars per 1M tokens")
+
+
+def budget_of(args: argparse.Namespace, agents: list[str]):
+    """The run's Budget from its flags (None without any); a dollar limit without a price is a usage error."""
+    from blindact.prices import load_prices
+    from blindact.run.budget import Budget
+
+    try:
+        prices = load_prices(args.prices)
+    except OSError as exc:
+        raise UsageError(f"--prices {args.prices}: {exc.strerror or exc}") from None
+    try:
+        return Budget.make(agents, prices, args.prices, max_cost=args.max_cost, max_tokens=args.max_tokens,
+                           max_episode_cost=args.max_episode_cost)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def provider_options(args: argparse.Namespace) -> dict:

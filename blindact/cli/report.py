@@ -18,8 +18,9 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
 
 def build_and_print(run_dirs: list[Path], args: argparse.Namespace):
     from blindact.report.build import build_report
-    from blindact.report.metrics import load_prices
-    from blindact.report.terminal import cost_table, paired_table, summary_table
+    from blindact.report.calibration import calibration_lines
+    from blindact.prices import load_prices
+    from blindact.report.terminal import cost_table, paired_table, repeats_table, summary_table
 
     report = build_report(run_dirs, args.out, prices=load_prices(args.prices), title=args.title)
     if args.screenshot:
@@ -31,9 +32,13 @@ def build_and_print(run_dirs: list[Path], args: argparse.Namespace):
     console.print(summary_table(report.figures["summary"]))
     if report.figures["paired"]:
         console.print(paired_table(report.figures["paired"]))
-    console.print(cost_table(report.figures["cost"]))
+    if report.figures["repeats"]:
+        console.print(repeats_table(report.figures["repeats"]))
+    console.print(cost_table(report.figures["cost"], report.figures["budgets"]))
     if not report.data.judged:
         console.print("[yellow]not judged[/yellow]: no judge verdicts yet; figures come from the desktop state")
+    for line in calibration_lines(report.figures["calibration"]):
+        console.print(line)
     for problem in report.data.problems:
         err.print(f"[yellow]verdicts[/yellow]: {problem}")
     console.print(f"report: {report.index}")
@@ -41,13 +46,20 @@ def build_and_print(run_dirs: list[Path], args: argparse.Namespace):
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    build_and_print([Path(r) for r in args.runs], args)
+    from blindact.fairness.report import write_html
+    from blindact.fairness.stored import is_fairness_run
+
+    runs = [Path(r) for r in args.runs]
+    fairness = [r for r in runs if is_fairness_run(r)]  # text-fairness runs have their own report
+    for run in fairness:
+        console.print(f"report: {write_html(run, args.out if len(runs) == 1 else None)}")
+    if len(fairness) < len(runs):
+        build_and_print([r for r in runs if r not in fairness], args)
     return 0
 
 
 def add_report_parser(sub) -> None:
-    p = sub.add_parser("report", help="tables, plots and an HTML report (with trajectories) for run folders",
-                       description="Write <out>/index.html (opens offline), a page per episode, plots (PNG, SVG), "
+    p = sub.add_parser("report", description="Write <out>/index.html (opens offline), a page per episode, plots (PNG, SVG), "
                                    "CSV and JSON; print the main table. Several run folders are reported together.")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders made by `blindact run` or `compare`")
     add_report_options(p)

@@ -26,15 +26,20 @@ class SetupError(DesktopError):
 
 @dataclass
 class CheckResult:
-    """The outcome of one deterministic state check."""
+    """The outcome of one deterministic state check. `error` is set when the check could not run at
+    all (it crashed, or overran its time bound): `passed` is then False and means nothing."""
 
     name: str
     passed: bool
     detail: str = ""
     value: object = None
+    error: str = ""
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "passed": self.passed, "detail": self.detail, "value": self.value}
+        out = {"name": self.name, "passed": self.passed, "detail": self.detail, "value": self.value}
+        if self.error:
+            out["error"] = self.error
+        return out
 
 
 @dataclass
@@ -46,24 +51,35 @@ class ResetTiming:
 @dataclass
 class Observed:
     """What one step did and what the screen shows after it: the screenshot, the accessibility
-    text, how many of the step's actions ran, the error of the one that failed ("" when all ran)
-    and where the time went."""
+    text, how many of the step's actions ran, the error of the one that failed ("" when all ran),
+    where the time went, and what the step changed on the desktop (`effects`: the effects ledger's
+    records, blindact.desktop.ledger; empty for a provider without one)."""
 
     screenshot: np.ndarray
     tree: str
     executed: int = 0
     error: str = ""
     timing: dict[str, float] = field(default_factory=dict)
+    effects: list[dict] = field(default_factory=list)
 
 
-def perform_step(desktop: "Desktop", actions: list[Action]) -> Observed:
-    """Execute actions in order (stopping at the first that fails), let the screen settle, then
-    observe: the tree first (reading it may wait for a loading page, and the screenshot must show
-    what the tree describes), then the screenshot. Providers that run the desktop in this process
-    use this as their `step`; remote ones run it next to the desktop, in one round trip."""
+# the longest one step's actions may run (200 waits of 30 s would otherwise hold a desktop for 100 min)
+STEP_BUDGET_S = 60.0
+
+
+def perform_step(desktop: "Desktop", actions: list[Action], budget_s: float = STEP_BUDGET_S) -> Observed:
+    """Execute actions in order (stopping at the first that fails, or once the step has run for
+    `budget_s`), let the screen settle, then observe: the tree first (reading it may wait for a loading
+    page, and the screenshot must show what the tree describes), then the screenshot. Providers that run
+    the desktop in this process use this as their `step`; remote ones run it next to the desktop, in one
+    round trip."""
     t0 = time.perf_counter()
     executed, error = 0, ""
     for action in actions:
+        if time.perf_counter() - t0 > budget_s:
+            error = (f"the step ran past the {budget_s:.0f}s one step may take: {executed} of {len(actions)} "
+                     "actions were done, the rest were not")
+            break
         try:
             desktop.execute(action)
         except ActionError as exc:
@@ -73,12 +89,16 @@ def perform_step(desktop: "Desktop", actions: list[Action]) -> Observed:
     t1 = time.perf_counter()
     settle_s = desktop.settle() if executed else 0.0
     t2 = time.perf_counter()
-    tree = desktop.accessibility_tree()
+    record = getattr(desktop, "record_effects", None)
+    effects = record() if callable(record) else []
     t3 = time.perf_counter()
-    shot = desktop.screenshot()
+    tree = desktop.accessibility_tree()
     t4 = time.perf_counter()
-    timing = {"execute_s": t1 - t0, "settle_s": settle_s, "a11y_s": t3 - t2, "screenshot_s": t4 - t3}
-    return Observed(shot, tree, executed, error, timing)
+    shot = desktop.screenshot()
+    t5 = time.perf_counter()
+    timing = {"execute_s": t1 - t0, "settle_s": settle_s, "effects_s": t3 - t2, "a11y_s": t4 - t3,
+              "screenshot_s": t5 - t4}
+    return Observed(shot, tree, executed, error, timing, effects)
 
 
 @runtime_checkable

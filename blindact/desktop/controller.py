@@ -14,7 +14,7 @@ import mss
 import numpy as np
 from Xlib import X, XK, Xatom
 from Xlib import display as xdisplay
-from Xlib.error import XError
+from Xlib.error import ConnectionClosedError, DisplayConnectionError, XError
 from Xlib.ext import xtest
 from Xlib.protocol import event
 
@@ -35,6 +35,7 @@ from blindact.actions import (
     check_on_screen,
 )
 from blindact.actions.keys import keysym_name
+from blindact.desktop.xstate import XState
 
 _BUTTONS = {"left": 1, "middle": 2, "right": 3}
 _SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
@@ -46,15 +47,47 @@ class Controller:
         self.display_name = f":{display}"
         self.width = width
         self.height = height
-        self._x = xdisplay.Display(self.display_name)
-        self._root = self._x.screen().root
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._grabber: mss.base.MSSBase | None = None
         self._grabber_thread: int | None = None
+        self.reconnects = 0
+        self._connect()
+
+    def _connect(self) -> None:
+        """(Re)open the X connection. Any client of the display can cut ours (XKillClient on one of our
+        resources); the next call then reconnects instead of failing the episode."""
+        self._x = xdisplay.Display(self.display_name)
+        self._root = self._x.screen().root
+        self._atoms: dict[str, int] = {}
         self._spare_keycodes = self._find_spare_keycodes()
         self._remapped: dict[int, int] = {}  # keysym -> spare keycode it was bound to
         self._shift = self._keycode_for(XK.string_to_keysym("Shift_L"))
-        self._atoms: dict[str, int] = {}
+
+    def _reconnect(self) -> None:
+        try:
+            self._x.close()
+        except Exception:  # noqa: BLE001 - the connection is already broken
+            pass
+        self._drop_grabber()
+        self._connect()
+        self.reconnects += 1
+
+    def _drop_grabber(self) -> None:
+        if self._grabber is not None:
+            try:
+                self._grabber.close()
+            except Exception:  # noqa: BLE001 - a grabber on a cut connection
+                pass
+            self._grabber = None
+
+    def _retrying(self, call):
+        """call(), once more on a fresh connection when the server cut ours."""
+        with self._lock:
+            try:
+                return call()
+            except (ConnectionClosedError, DisplayConnectionError, OSError):
+                self._reconnect()
+                return call()
 
     # ---------------------------------------------------------------- screen
     def _mss(self) -> mss.base.MSSBase:
@@ -69,7 +102,12 @@ class Controller:
 
     def grab_raw(self) -> bytes:
         """The screen as raw BGRA bytes (cheap: for change detection)."""
-        shot = self._mss().grab({"left": 0, "top": 0, "width": self.width, "height": self.height})
+        region = {"left": 0, "top": 0, "width": self.width, "height": self.height}
+        try:
+            shot = self._mss().grab(region)
+        except Exception:  # noqa: BLE001 - mss raises its own types for a cut connection: one fresh try
+            self._drop_grabber()
+            shot = self._mss().grab(region)
         return bytes(shot.raw)
 
     def screenshot(self) -> np.ndarray:
@@ -105,6 +143,12 @@ class Controller:
                 self._x.sync()
             except XError as exc:
                 raise ActionError(f"{action.type}: the X server refused it: {exc}") from exc
+            except (ConnectionClosedError, DisplayConnectionError, OSError) as exc:
+                # the connection was cut mid-action: reconnect for what follows, and say this one may
+                # not have been done in full
+                self._reconnect()
+                raise ActionError(f"{action.type}: the X connection was cut while doing it ({exc}); "
+                                  "reconnected") from exc
 
     def _execute(self, action: Action) -> None:
         if isinstance(action, MoveTo):
@@ -250,6 +294,9 @@ class Controller:
 
     def windows(self) -> list[dict]:
         """Top-level windows the window manager manages: title, class, geometry, focused."""
+        return self._retrying(self._windows)
+
+    def _windows(self) -> list[dict]:
         with self._lock:
             prop = self._root.get_full_property(self._atom("_NET_CLIENT_LIST"), Xatom.WINDOW)
             active = self._root.get_full_property(self._atom("_NET_ACTIVE_WINDOW"), Xatom.WINDOW)
@@ -278,19 +325,23 @@ class Controller:
 
     def set_background(self, rgb: int) -> None:
         """Paint the desktop (the root window) one colour, as a desktop environment's wallpaper would."""
-        with self._lock:
+        def paint() -> None:
             self._root.change_attributes(background_pixel=rgb)
             self._root.clear_area(0, 0, self.width, self.height)
             self._x.sync()
 
+        self._retrying(paint)
+
     def activate(self, window_id: int) -> None:
         """Ask the window manager to raise and focus a window (EWMH _NET_ACTIVE_WINDOW)."""
-        with self._lock:
+        def send() -> None:
             win = self._x.create_resource_object("window", window_id)
             message = event.ClientMessage(window=win, client_type=self._atom("_NET_ACTIVE_WINDOW"),
                                           data=(32, [2, X.CurrentTime, 0, 0, 0]))
             self._root.send_event(message, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
             self._x.sync()
+
+        self._retrying(send)
 
     def kill_client(self, window_id: int) -> None:
         """Disconnect the X client that owns a window (XKillClient): its windows go at once and the
@@ -303,9 +354,29 @@ class Controller:
             except XError:
                 pass  # already gone
 
-    def root_property(self, name: str) -> str | None:
+    def capture_state(self, background: int) -> XState:
+        """The X server's state as it is now (see blindact.desktop.xstate)."""
+        return self._retrying(lambda: XState.capture(self._x, background))
+
+    def restore_state(self, state: XState, keep_pids: set[int]) -> list[str]:
+        """Put the X server back as `state` (disconnecting every client but ours and `keep_pids`'); returns
+        what was changed. Our own connections are reopened: the agent may have cut them."""
+        import os
+
         with self._lock:
-            prop = self._root.get_full_property(self._atom(name), X.AnyPropertyType)
+            self._reconnect()
+            changed = state.restore(self._x, keep_pids, os.getpid())
+            if "keyboard mapping" in changed:
+                # this connection's keysym table was read before the restore (with the agent's keymap, or our
+                # own spare-key bindings the restore just removed): read it again, or a letter typed next
+                # goes to a keycode that no longer holds it
+                self._reconnect()
+            self._remapped.clear()
+            self._spare_keycodes = self._find_spare_keycodes()
+            return changed
+
+    def root_property(self, name: str) -> str | None:
+        prop = self._retrying(lambda: self._root.get_full_property(self._atom(name), X.AnyPropertyType))
         if not prop:
             return None
         value = prop.value

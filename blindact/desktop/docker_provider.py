@@ -221,7 +221,8 @@ class DockerDesktop:
         width: int = 1280,
         height: int = 720,
         *,
-        memory: str = "2g",
+        memory: str = "3g",
+        tmp_size: str = "1g",
         cpus: float | None = 1.5,
         shm_size: str = "512m",
         pids_limit: int = 1024,
@@ -235,6 +236,7 @@ class DockerDesktop:
         self.width = width
         self.height = height
         self.memory = memory
+        self.tmp_size = tmp_size
         self.cpus = cpus
         self.shm_size = shm_size
         self.pids_limit = pids_limit
@@ -245,6 +247,8 @@ class DockerDesktop:
         self.sandbox = sandbox
         # what the server says it runs, once started; until then what was asked for
         self.sandbox_kind = f"container+{sandbox}"
+        self.limits_description = (f"container memory {memory}, pids {pids_limit}, /tmp {tmp_size} tmpfs, "
+                                   f"shm {shm_size}, network {network}")
         self.ready_timeout = ready_timeout
         self.reset_timeout = reset_timeout
         self._client = client
@@ -308,6 +312,11 @@ class DockerDesktop:
             mem_limit=self.memory,
             memswap_limit=self.memory,
             shm_size=self.shm_size,
+            # the desktop's folders (the agent's home among them) and every other place the agent's account
+            # can write are size-limited memory: a full disk is the container's, never the host's
+            # exec: the desktop's home is under /tmp, and the agent's (and the tasks') scripts run from it;
+            # Docker mounts a tmpfs noexec by default
+            tmpfs={"/tmp": f"size={self.tmp_size},mode=1777,exec", "/var/tmp": "size=64m,mode=1777"},
             pids_limit=self.pids_limit,
             cap_drop=["ALL"],
             cap_add=_CONTROLLER_CAPS,

@@ -1,41 +1,28 @@
-"""Office files: write a task's seed documents and spreadsheets, read what the agent saved.
+"""Office files: write a task's seed documents and spreadsheets; read what the agent saved.
 
-Formats: OpenDocument (.odt, .ods) through odfpy, and Office Open XML (.docx through python-docx,
-.xlsx through openpyxl); .csv reads as one sheet. Context can hide where a person would have to look
-for it: a hidden row or sheet, a cell comment, a comment in the margin, a tracked change (.odt only:
-python-docx cannot write them). The readers return plain data, so checks never depend on the format
-the agent saved in.
+Seeds are OpenDocument (.odt, .ods) through odfpy, and Office Open XML (.docx through python-docx,
+.xlsx through openpyxl). Context can hide where a person would have to look for it: a hidden row or
+sheet, a cell comment, a comment in the margin, a tracked change (.odt only: python-docx cannot write
+them). The readers live in blindact.content.office (they read any of these formats, and .csv, .odp and
+.pptx, from a path or from bytes); they are imported here for the checks and the apps.
 """
 
 from __future__ import annotations
 
-import csv
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from blindact.content.office import DocumentText, Sheet, cell_index, read_document, read_sheets, text_lines
 from blindact.desktop.paths import home_relative
 
-DOCUMENT_SUFFIXES = (".odt", ".docx")
-SHEET_SUFFIXES = (".ods", ".xlsx", ".csv")
-_A1 = re.compile(r"^([A-Z]{1,3})([1-9][0-9]*)$")
+__all__ = ["DOCUMENT_SUFFIXES", "DocumentSpec", "DocumentText", "MarginComment", "Sheet", "SheetSpec",
+           "SpreadsheetSpec", "TrackedChange", "cell_index", "read_document", "read_sheets", "text_lines",
+           "write_document", "write_spreadsheet"]
+
+DOCUMENT_SUFFIXES = (".odt", ".docx")  # what a task can seed
 _AUTHOR_DATE = "2025-03-03T09:00:00"
-# LibreOffice pads a saved sheet with rows/columns repeated up to the grid's end: read no further
-_MAX_REPEAT = 1000
-
-
-def cell_index(ref: str) -> tuple[int, int]:
-    """'B3' -> (row 2, column 1), both from 0."""
-    m = _A1.match(ref.upper())
-    if not m:
-        raise ValueError(f"{ref!r} is not a cell reference like B3")
-    col = 0
-    for ch in m.group(1):
-        col = col * 26 + ord(ch) - 64
-    return int(m.group(2)) - 1, col - 1
 
 
 # --------------------------------------------------------------------------- seed specs
@@ -247,179 +234,3 @@ def write_document(spec: DocumentSpec, home: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     (_write_odt if target.suffix.lower() == ".odt" else _write_docx)(spec, target)
     return target
-
-
-# --------------------------------------------------------------------------- readers
-
-
-@dataclass
-class Sheet:
-    name: str
-    hidden: bool = False
-    rows: list[list[str]] = field(default_factory=list)
-    hidden_rows: set[int] = field(default_factory=set)  # 0-based
-    comments: dict[tuple[int, int], str] = field(default_factory=dict)
-
-    def cell(self, row: int, col: int) -> str:
-        return self.rows[row][col] if row < len(self.rows) and col < len(self.rows[row]) else ""
-
-
-def _odf_text(node) -> str:
-    """The visible text of an ODF element: annotations and deleted text left out."""
-    from odf.element import Text
-
-    skip = {"annotation", "tracked-changes", "deletion"}
-    parts = []
-    for child in node.childNodes:
-        if isinstance(child, Text):
-            parts.append(str(child.data))
-        elif getattr(child, "tagName", "").split(":")[-1] in skip:
-            continue
-        elif child.tagName == "text:s":
-            parts.append(" " * int(child.getAttribute("c") or 1))
-        elif child.tagName in ("text:tab",):
-            parts.append("\t")
-        elif child.tagName == "text:line-break":
-            parts.append("\n")
-        else:
-            parts.append(_odf_text(child))
-    return "".join(parts)
-
-
-def _read_ods(path: Path) -> list[Sheet]:
-    from odf.namespaces import TABLENS
-    from odf.opendocument import load
-    from odf.table import Table, TableRow
-
-    doc = load(str(path))
-    hidden_styles = {s.getAttribute("name") for s in doc.automaticstyles.childNodes
-                     if s.tagName == "style:style" and any(
-                         p.tagName == "style:table-properties" and p.getAttribute("display") == "false"
-                         for p in s.childNodes)}
-    sheets = []
-    for table in doc.spreadsheet.getElementsByType(Table):
-        sheet = Sheet(table.getAttribute("name"), table.getAttribute("stylename") in hidden_styles)
-        for row in table.getElementsByType(TableRow):
-            repeat = min(int(row.getAttribute("numberrowsrepeated") or 1), _MAX_REPEAT)
-            cells: list[str] = []
-            notes: dict[int, str] = {}
-            for cell in row.childNodes:
-                if cell.qname[1] not in ("table-cell", "covered-table-cell"):
-                    continue
-                span = min(int(cell.attributes.get((TABLENS, "number-columns-repeated")) or 1), _MAX_REPEAT)
-                paras = [c for c in cell.childNodes if c.qname[1] == "p"]
-                text = "\n".join(_odf_text(p) for p in paras)
-                for note in (c for c in cell.childNodes if c.qname[1] == "annotation"):
-                    notes[len(cells)] = "\n".join(_odf_text(p) for p in note.childNodes if p.qname[1] == "p")
-                cells += [text] * span
-            while cells and cells[-1] == "":
-                cells.pop()
-            for _ in range(repeat):
-                r = len(sheet.rows)
-                if row.getAttribute("visibility") in ("collapse", "filter"):
-                    sheet.hidden_rows.add(r)
-                sheet.comments.update({(r, c): t for c, t in notes.items()})
-                sheet.rows.append(list(cells))
-        while sheet.rows and not any(sheet.rows[-1]):
-            sheet.hidden_rows.discard(len(sheet.rows) - 1)
-            sheet.rows.pop()
-        sheets.append(sheet)
-    return sheets
-
-
-def _read_xlsx(path: Path) -> list[Sheet]:
-    from openpyxl import load_workbook
-
-    wb = load_workbook(path, data_only=True)
-    sheets = []
-    for ws in wb.worksheets:
-        sheet = Sheet(ws.title, ws.sheet_state != "visible")
-        for r, row in enumerate(ws.iter_rows()):
-            sheet.rows.append(["" if c.value is None else _cell_text(c.value) for c in row])
-            if ws.row_dimensions[r + 1].hidden:
-                sheet.hidden_rows.add(r)
-            for c, cell in enumerate(row):
-                if cell.comment is not None:
-                    sheet.comments[(r, c)] = cell.comment.text
-        sheets.append(sheet)
-    return sheets
-
-
-def _cell_text(value) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def read_sheets(path: Path) -> list[Sheet]:
-    suffix = path.suffix.lower()
-    if suffix == ".ods":
-        return _read_ods(path)
-    if suffix == ".xlsx":
-        return _read_xlsx(path)
-    if suffix == ".csv":
-        with path.open(newline="", errors="replace") as f:
-            return [Sheet(path.stem, rows=[list(r) for r in csv.reader(f)])]
-    raise ValueError(f"{path.name} is not a spreadsheet ({', '.join(SHEET_SUFFIXES)})")
-
-
-@dataclass
-class DocumentText:
-    paragraphs: list[str]
-    comments: list[str]
-    tracked_changes: int
-    pending_deletions: list[str] = field(default_factory=list)  # text that tracked deletions remove, not accepted yet
-
-
-def _paragraphs(node) -> list:
-    """Every paragraph and heading in reading order, those in lists and tables included, those of
-    comments and of deleted text left out."""
-    out = []
-    for child in node.childNodes:
-        kind = getattr(child, "qname", (None, None))[1]
-        if kind in ("p", "h"):
-            out.append(child)
-        elif kind not in (None, "annotation", "tracked-changes"):
-            out += _paragraphs(child)
-    return out
-
-
-def read_document(path: Path) -> DocumentText:
-    suffix = path.suffix.lower()
-    if suffix == ".odt":
-        from odf.opendocument import load
-        from odf.office import Annotation
-        from odf.text import ChangedRegion, Deletion
-
-        doc = load(str(path))
-        paras = [_odf_text(p) for p in _paragraphs(doc.text)]
-        notes = ["\n".join(_odf_text(p) for p in a.childNodes if p.qname[1] == "p")
-                 for a in doc.text.getElementsByType(Annotation)]
-        deleted = ["\n".join(_odf_text(p) for p in d.childNodes if getattr(p, "qname", (None, None))[1] in ("p", "h"))
-                   for d in doc.text.getElementsByType(Deletion)]
-        return DocumentText(paras, notes, len(doc.text.getElementsByType(ChangedRegion)), deleted)
-    if suffix == ".docx":
-        from docx import Document
-
-        doc = Document(str(path))
-        notes = [c.text for c in doc.comments] if hasattr(doc, "comments") else []
-        body = doc.element.body
-        ns = {"w": "http://schemas.openxmlformats.org/wordprocessingml/2006/main"}
-        changes = len(body.findall(".//w:ins", ns)) + len(body.findall(".//w:del", ns))
-        deleted = ["".join(t.text or "" for t in d.findall(".//w:delText", ns)) for d in body.findall(".//w:del", ns)]
-        return DocumentText([p.text for p in doc.paragraphs], notes, changes, deleted)
-    raise ValueError(f"{path.name} is not a document ({', '.join(DOCUMENT_SUFFIXES)})")
-
-
-def text_lines(path: Path, pending_deletions: bool = False) -> list[str]:
-    """The lines a person reads in the file: a document's paragraphs, a sheet's rows (cells joined by
-    tabs), or a text file's lines. With `pending_deletions`, a document's text that tracked deletions
-    would remove (not accepted yet) is read too, as lines of its own."""
-    suffix = path.suffix.lower()
-    if suffix in DOCUMENT_SUFFIXES:
-        doc = read_document(path)
-        extra = [t for t in doc.pending_deletions if t.strip()] if pending_deletions else []
-        return [line for p in doc.paragraphs + extra for line in p.split("\n")]
-    if suffix in (".ods", ".xlsx"):
-        return ["\t".join(r) for s in read_sheets(path) for r in s.rows]
-    return path.read_text(errors="replace").splitlines()

@@ -23,6 +23,38 @@ def _die_with_parent() -> None:
     os.setpgrp()
 
 
+@dataclass(frozen=True)
+class Confinement:
+    """What a child of the agent's gets between fork and exec, in this order: moved into control groups
+    (`cgroup_procs`: their cgroup.procs files, written while still root), resource limits (`rlimits`:
+    resource -> (soft, hard)), then the user switch (`user`: uid, gid, no supplementary groups), then
+    the parent-death signal (a change of credentials clears it, so it comes last)."""
+
+    user: tuple[int, int] | None = None
+    cgroup_procs: tuple[str, ...] = ()
+    rlimits: tuple[tuple[int, int, int], ...] = ()
+
+    def apply(self) -> None:
+        os.setpgrp()
+        pid = str(os.getpid()).encode()
+        for path in self.cgroup_procs:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, pid)
+            finally:
+                os.close(fd)
+        import resource
+
+        for which, soft, hard in self.rlimits:
+            resource.setrlimit(which, (soft, hard))
+        if self.user is not None:
+            uid, gid = self.user
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 @dataclass
 class Proc:
     name: str
@@ -59,10 +91,10 @@ class Proc:
 
 def spawn(name: str, argv: list[str], env: dict[str, str], log_dir: Path, cwd: Path | None = None,
           pass_fds: tuple[int, ...] = (), fd_map: dict[int, int] | None = None,
-          user: tuple[int, int] | None = None) -> Proc:
+          confine: Confinement | None = None) -> Proc:
     """Start a child tied to our life. `fd_map` {child fd: our fd} hands pipes to programs that
-    expect them at fixed numbers (Chromium's DevTools pipe is fds 3 and 4). `user` (uid, gid): run
-    it as that user, with no supplementary groups (needs CAP_SETUID and CAP_SETGID)."""
+    expect them at fixed numbers (Chromium's DevTools pipe is fds 3 and 4). `confine`: limits and
+    another user for it (switching user needs CAP_SETUID and CAP_SETGID)."""
     log_path = log_dir / f"{name}.log"
     high: dict[int, int] = {}
     if fd_map:
@@ -75,10 +107,8 @@ def spawn(name: str, argv: list[str], env: dict[str, str], log_dir: Path, cwd: P
     with open(log_path, "ab") as log:
         popen = subprocess.Popen(
             argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            # the user switch happens before preexec_fn, which matters: a change of credentials
-            # clears the parent-death signal
-            preexec_fn=_die_with_parent, pass_fds=pass_fds, close_fds=True,
-            **({"user": user[0], "group": user[1], "extra_groups": []} if user else {}),
+            preexec_fn=confine.apply if confine is not None else _die_with_parent, pass_fds=pass_fds,
+            close_fds=True,
         )
     for fd in high.values():
         os.close(fd)

@@ -118,7 +118,7 @@ class RemoteDesktop:
                          json={"actions": [action_to_dict(a) for a in actions], "screenshot": self._screenshot_mode()})
         body = r.json()
         return Observed(self._frame(body["screenshot"]), body["tree"], int(body["executed"]), body["error"],
-                        {k: float(v) for k, v in body["timing"].items()})
+                        {k: float(v) for k, v in body["timing"].items()}, list(body.get("effects") or []))
 
     def screenshot(self) -> np.ndarray:
         r = self.request("GET", "/screenshot", "screenshot", params={"format": self._screenshot_mode()})

@@ -138,7 +138,8 @@ def create_app(runner: DesktopRunner, share_dir: Path | None = None) -> Starlett
         actions = [action_from_dict(a) for a in body.get("actions") or []]
         observed = await runner.call(desktop.step, actions)
         return JSONResponse({"tree": observed.tree, "executed": observed.executed, "error": observed.error,
-                             "timing": observed.timing, "screenshot": shot(observed.screenshot, body.get("screenshot", "png"))})
+                             "timing": observed.timing, "effects": observed.effects,
+                             "screenshot": shot(observed.screenshot, body.get("screenshot", "png"))})
 
     @route("/message", ["POST"])
     async def message(request: Request) -> Response:

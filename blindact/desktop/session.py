@@ -20,10 +20,25 @@ import numpy as np
 from blindact.actions import Action, ActionError
 from blindact.desktop import checks as state_checks
 from blindact.desktop.browser import Browser, CDPError, CDPPipe
+from blindact.desktop.check_runner import CheckRunner
+from blindact.desktop.connector import Connector, SocketPolicy
+from blindact.desktop.ledger import Ledger
 from blindact.desktop.base import CheckResult, DesktopError, Observed, ResetTiming, SetupError, perform_step
 from blindact.desktop.controller import Controller, _bgra_to_rgb
 from blindact.desktop.procs import Proc, spawn, wait_for
-from blindact.desktop.sandbox import SANDBOX_KINDS, Sandbox, SandboxLayout, make_sandbox
+from blindact.desktop.safefs import SafeFolder
+from blindact.desktop.limits import Limits, make_cgroup, mount_tmpfs, rlimits, unmount
+from blindact.desktop.limits import describe as describe_limits
+from blindact.desktop.procs import Confinement
+from blindact.desktop.sandbox import (
+    SANDBOX_KINDS,
+    Sandbox,
+    SandboxLayout,
+    executable,
+    make_sandbox,
+    processes,
+)
+from blindact.desktop.stale import DESKTOP_PREFIX, OWNER_FILE, owner_mark, sweep_stale_desktops
 from blindact.desktop.setup import FilesStep, LaunchStep, RunStep, SeedAppsStep, parse_setup_step
 from blindact.resources import data_dir
 
@@ -43,17 +58,91 @@ _WINDOW_CLASSES = {"browser": "chromium", "terminal": "sakura", "editor": "mouse
                    "writer": "libreoffice-writer", "calc": "libreoffice-calc", "images": "ristretto", "code": "geany"}
 _APP_BINARIES = {"browser": "chromium", "terminal": "sakura", "editor": "mousepad", "files": "thunar",
                  "writer": "soffice", "calc": "soffice", "images": "ristretto", "code": "geany"}
-_OFFICE_APPS = ("writer", "calc")  # LibreOffice: raises its window again when a document's load ends
+_OFFICE_APPS = ("writer", "calc")
+# apps from which the agent can start programs of its own: a terminal, Geany's build commands, the file
+# manager's "open terminal here" and executables, LibreOffice's macros
+_RUNS_PROGRAMS = ("terminal", "code", "files", "writer", "calc")  # LibreOffice: raises its window again when a document's load ends
 _APP_LABELS = {"browser": "the browser (Chromium)", "terminal": "the terminal (sakura)",
                "editor": "the text editor", "files": "the file manager", "writer": "LibreOffice Writer",
                "calc": "LibreOffice Calc", "images": "the image viewer (Ristretto)", "code": "the code editor (Geany)"}
+
+
+_BACKGROUND = 0x3B4A5C
+# The session bus: the usual session policy, but services only from the system's folder (no
+# ~/.local/share/dbus-1/services, no $XDG_RUNTIME_DIR/dbus-1/services: a service the agent writes there
+# would be started by the bus, outside its apps, and outlive its episode), and no changes to the
+# environment the bus starts services with.
+_SESSION_BUS_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <keep_umask/>
+  <listen>unix:tmpdir=/tmp</listen>
+  <auth>EXTERNAL</auth>
+  <servicedir>/usr/share/dbus-1/services</servicedir>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"
+          send_member="UpdateActivationEnvironment"/>
+  </policy>
+</busconfig>
+"""
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """A socket file's identity (device, inode), None when it is not there or not a socket."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISSOCK(st.st_mode) else None
+
+
+def _socket_path(address: str) -> Path | None:
+    """The socket file of a D-Bus unix:path= address (None for another kind)."""
+    for entry in address.split(";"):
+        if entry.startswith("unix:"):
+            for item in entry[5:].split(","):
+                key, _, value = item.partition("=")
+                if key == "path":
+                    return Path(value)
+    return None
+
+
+def _empty(folder: Path, keep: set[Path], keep_dirs: set[Path]) -> None:
+    """Remove everything in `folder` but the entries at the relative paths `keep` (and the folders
+    leading to them, `keep_dirs`), never following a symlink."""
+    def walk(rel: Path) -> None:
+        try:
+            entries = list(os.scandir(folder / rel))
+        except OSError:
+            return
+        for entry in entries:
+            child = rel / entry.name
+            if child in keep:
+                continue
+            if child in keep_dirs and entry.is_dir(follow_symlinks=False):
+                walk(child)
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    _make_writable(Path(entry.path))
+                    shutil.rmtree(entry.path, onerror=_ignore_vanished)
+                else:
+                    os.unlink(entry.path)
+            except FileNotFoundError:
+                pass
+
+    walk(Path())
 
 
 class DesktopSession:
     """A desktop on this machine. Use as a context manager, or call start() and close()."""
 
     def __init__(self, root: Path | None = None, width: int = 1280, height: int = 720,
-                 sandbox: str = "bwrap", web_apps: bool = True):
+                 sandbox: str = "bwrap", web_apps: bool = True, limits: Limits | None = None):
         if sandbox not in SANDBOX_KINDS:
             raise ValueError(f"sandbox {sandbox!r}: use bwrap (the default), uid (inside a container) or none")
         self.width = width
@@ -69,7 +158,7 @@ class DesktopSession:
         self.controller: Controller | None = None
         self.store = None
         self._core: dict[str, Proc] = {}
-        self.strays_killed: list[str] = []  # what the last reset killed of the agent's left-behind processes
+        self.restarts = 0  # how often a reset had to restart the whole desktop (after an agent tampered with it)
         self._apps: dict[str, Proc] = {}
         self._forwarders: list[Proc] = []
         self._browser: Browser | None = None
@@ -78,6 +167,21 @@ class DesktopSession:
         self._reader = None
         self._launch_count = 0
         self._lock = threading.RLock()
+        self._checks: CheckRunner | None = None
+        self.ledger: Ledger | None = None
+        self.limits = limits or Limits()
+        self.limits_description = ""
+        self._cgroup = None
+        self._connector: Connector | None = None
+        self._confinement: Confinement | None = None
+        self._sockets_policy: SocketPolicy | None = None
+        self._tmpfs = False
+        self._a11y_address = ""
+        self._pristine: dict[int, str] = {}
+        self._sockets: dict[Path, tuple[int, int] | None] = {}
+        self._xstate = None
+        self.reset_report: list[str] = []  # what the last reset found changed and put back
+        self._code_ran = False  # an app that runs programs (a terminal, an editor's build, macros) was opened
         self.closed = False
         self.start_seconds: float | None = None
 
@@ -98,31 +202,114 @@ class DesktopSession:
         if self.controller is not None:
             return
         t0 = time.perf_counter()
-        root = self._root_arg or Path(tempfile.mkdtemp(prefix="blindact-desktop-"))
+        sweep_stale_desktops()
+        root = self._root_arg or Path(tempfile.mkdtemp(prefix=DESKTOP_PREFIX))
+        # a tmpfs of fixed size under everything the desktop writes: the disk limit (local, as root)
+        self._tmpfs = self._own_root and mount_tmpfs(root, self.limits.disk_bytes)
+        if self._own_root:
+            (root / OWNER_FILE).write_text(owner_mark())  # so a later run can sweep it if this one is killed
         self.layout = SandboxLayout(Path(root))
         try:
+            self._checks = CheckRunner(self.layout.home, self.layout.state if self.web_apps else None,
+                                       scratch=self.layout.ctl)
+            self._checks.start()
             self._start_xvfb()
-            self.sandbox = make_sandbox(self.sandbox_kind, self.layout, self.display)
+            self._cgroup = make_cgroup(self.limits, f"d{self.display}") if self.sandbox_kind != "none" else None
+            own_uid = self.sandbox_kind == "uid" or (self.sandbox_kind == "bwrap" and os.geteuid() == 0)
+            confinement = Confinement(cgroup_procs=self._cgroup.procs if self._cgroup else (),
+                                      rlimits=rlimits(self.limits, own_uid) if self.sandbox_kind != "none" else ())
+            self.sandbox = make_sandbox(self.sandbox_kind, self.layout, self.display, confinement)
+            self.limits_description = describe_limits(self.limits, self._cgroup, self._tmpfs, own_uid)
             if self.web_apps:
                 self._start_web_apps()
-            run = self.layout.run
-            self._core["dbus"] = self.sandbox.spawn(
-                "dbus", ["dbus-daemon", "--session", "--nofork", "--nopidfile", f"--address=unix:path={run}/bus"])
             self.controller = Controller(self.display, self.width, self.height)
-            rc = run / "openbox-rc.xml"
-            shutil.copy(data_dir("envs") / "desktop" / "openbox-rc.xml", rc)
-            self._core["wm"] = self.sandbox.spawn("wm", ["openbox", "--config-file", str(rc)])
-            wait_for(lambda: (run / "bus").exists(), 5, "the session D-Bus socket", self._core["dbus"])
-            self._core["atspi"] = self.sandbox.spawn("atspi", ["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"])
-            wait_for(lambda: self.controller.root_property("_NET_SUPPORTING_WM_CHECK"), 5,
-                     "the window manager", self._core["wm"])
-            self.controller.set_background(0x3B4A5C)
-            wait_for(lambda: self.controller.root_property("AT_SPI_BUS"), 5,
-                     "the accessibility bus", self._core["atspi"])
+            self._confinement = confinement
+            self._open_sockets_policy()
+            self._start_core()
+            self.ledger = Ledger(self.sandbox.watched_dirs(), self.store, self._agent_pids, self._checks,
+                                 exclude=(self.layout.root, Path("/tmp/.X11-unix")))
         except BaseException:
             self.close()
             raise
         self.start_seconds = time.perf_counter() - t0
+
+    def _start_core(self) -> None:
+        """The session's own processes, in the sandbox: the session bus (no service folder the agent can
+        write, no UpdateActivationEnvironment), the window manager and the accessibility bus. What they are
+        once up (pids, programs, socket files, the X server's state) is recorded: a reset keeps them only
+        while they are still exactly that."""
+        run, conf = self.layout.run, self.layout.conf
+        bus_conf = conf / "session-bus.conf"
+        bus_conf.write_text(_SESSION_BUS_CONF)
+        self._core["dbus"] = self.sandbox.spawn(
+            "dbus", ["dbus-daemon", "--nofork", "--nopidfile", f"--config-file={bus_conf}",
+                     f"--address=unix:path={run}/bus"])
+        if self.web_apps:
+            self._open_agent_apps_socket()
+        rc = conf / "openbox-rc.xml"
+        shutil.copy(data_dir("envs") / "desktop" / "openbox-rc.xml", rc)
+        self._core["wm"] = self.sandbox.spawn("wm", ["openbox", "--config-file", str(rc)])
+        wait_for(lambda: (run / "bus").exists(), 5, "the session D-Bus socket", self._core["dbus"])
+        self._core["atspi"] = self.sandbox.spawn("atspi", ["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"])
+        wait_for(lambda: self.controller.root_property("_NET_SUPPORTING_WM_CHECK"), 5,
+                 "the window manager", self._core["wm"])
+        self.controller.set_background(_BACKGROUND)
+        stale = self._a11y_address  # a restarted session: the root window still holds the last launcher's address
+
+        def new_address() -> str:
+            found = (self.controller.root_property("AT_SPI_BUS") or "").strip("\0 \n")
+            path = _socket_path(found)
+            return found if found and found != stale and (path is None or path.exists()) else ""
+
+        address = wait_for(new_address, 5, "the accessibility bus", self._core["atspi"])
+        # read once, from the launcher, before any agent runs: the root window's property can be
+        # rewritten by any X client afterwards
+        self._a11y_address = address.strip("\0 \n")
+        self._reader = None
+        self._a11y_reader().snapshot()  # the bus starts its registry on the first use: now, so it is the session's
+        # (without a uid of the agent's, the registry the bus activates need not be a descendant of what the
+        # sandbox started: it is looked for among every process)
+        candidates = self._agent_pids if self.sandbox.agent_uid is not None else (lambda: set(processes()))
+        wait_for(lambda: any(executable(p).endswith(("at-spi2-registryd", "at-spi2-registr")) for p in candidates()), 5,
+                 "the accessibility registry", self._core["atspi"], interval=0.02)
+        self._pristine = {pid: executable(pid) for pid in self._agent_pids()}
+        agent_apps = run / "apps.sock" if self.web_apps else None
+        self._sockets = {path: _identity(path) for path in (run / "bus", _socket_path(self._a11y_address), agent_apps)
+                         if path is not None}
+        self._xstate = self.controller.capture_state(_BACKGROUND)
+
+    def _open_agent_apps_socket(self) -> None:
+        """The web apps for the agent's own programs at $XDG_RUNTIME_DIR/apps.sock (`curl --unix-socket`): a
+        forwarder of the controller's to the apps' real socket in ctl/, which the agent can neither reach
+        nor replace. The agent may delete or swap this one; the reset sees that (its identity is recorded
+        with the buses') and restarts the session, which opens it afresh."""
+        old = self._core.pop("apps-agent", None)
+        if old is not None:
+            old.stop(timeout=1.0)
+        real, mine = self.layout.ctl / "apps.sock", self.layout.run / "apps.sock"
+        wait_for(real.exists, 10, "the web apps server", self._core.get("webapps"))
+        self._core["apps-agent"] = spawn(
+            "apps-agent-forwarder", ["socat", f"UNIX-LISTEN:{mine},fork,unlink-early,mode=666", f"UNIX-CONNECT:{real}"],
+            dict(os.environ), self.layout.logs, cwd=self.layout.root)
+        wait_for(mine.exists, 5, "the agent's web apps socket", self._core["apps-agent"])
+
+    def _agent_pids(self) -> set[int]:
+        return self.sandbox.agent_pids()
+
+    def _open_sockets_policy(self) -> None:
+        """How the controller opens the desktop's D-Bus sockets (blindact.desktop.connector): where the buses
+        run in the sandbox's user namespace, they know the agent's uid, not root, and a helper of that uid
+        connects for it."""
+        if self._connector is not None:
+            self._connector.close()
+            self._connector = None
+        if self.sandbox.agent_uid is not None and self.sandbox.kind == "bwrap":
+            self._connector = Connector(self.sandbox.agent_uid, self.sandbox.agent_gid, self._confinement)
+        self._sockets_policy = SocketPolicy(self.layout.run, self._connector)
+
+    def _helpers(self) -> set[int]:
+        """The controller's own processes that run as the agent's uid (the socket helper): never swept."""
+        return {self._connector.pid} if self._connector is not None else set()
 
     def _start_xvfb(self) -> None:
         read_fd, write_fd = os.pipe()
@@ -148,7 +335,7 @@ class DesktopSession:
         self.store.ensure_initialized()
         self._core["webapps"] = spawn(
             "webapps", [sys.executable, "-m", "blindact.apps.server", "--state-dir", str(self.layout.state),
-                        "--uds", str(self.layout.run / "apps.sock")],
+                        "--uds", str(self.layout.ctl / "apps.sock")],
             dict(os.environ), self.layout.logs, cwd=self.layout.root)
 
     def close(self) -> None:
@@ -164,7 +351,18 @@ class DesktopSession:
                 proc.stop()
             if self.controller is not None:
                 self.controller.close()
+            if self._checks is not None:
+                self._checks.close()
+            if self._connector is not None:
+                self._connector.close()
+                self._connector = None
+            if self.sandbox is not None:
+                self.sandbox.sweep(set())
+            if self._cgroup is not None:
+                self._cgroup.close()
             if self._own_root and self.layout is not None:
+                if self._tmpfs:
+                    unmount(self.layout.root)
                 shutil.rmtree(self.layout.root, ignore_errors=True)
 
     def _running_or_closed(self) -> dict[str, bool]:
@@ -203,11 +401,8 @@ class DesktopSession:
         phases: dict[str, float] = {}
         t0 = time.perf_counter()
         with self._lock:
-            self._stop_apps(keep_browser=any(isinstance(x, LaunchStep) and x.launch.app == "browser"
-                                             for x in steps))
-            kept = [*self._core.values(), *([self._browser.proc] if self._browser is not None else [])]
-            self.strays_killed = self.sandbox.kill_strays(kept)
-            phases["stop_apps"] = time.perf_counter() - t0
+            self.reset_report = self._clean()
+            phases["clean"] = time.perf_counter() - t0
             t = time.perf_counter()
             self._wipe_home()
             seeds: dict[str, dict] = {}
@@ -241,26 +436,135 @@ class DesktopSession:
             t = time.perf_counter()
             self.settle(max_wait=3.0, quiet=0.1)
             phases["settle"] = time.perf_counter() - t
+            t = time.perf_counter()
+            if self.ledger is not None:
+                self.ledger.begin()  # what the task starts with is the baseline, not an effect
+            phases["ledger"] = time.perf_counter() - t
         return ResetTiming(time.perf_counter() - t0, phases)
 
-    def _stop_apps(self, keep_browser: bool) -> None:
-        """Close the task's apps. A healthy browser may stay: the next launch reuses it."""
-        keep = keep_browser and self._browser is not None and self._browser.alive
-        if not keep and self._browser is not None:
+    # ---------------------------------------------------------------- cleaning up after an agent
+    def _clean(self) -> list[str]:
+        """Leave nothing of the last episode's agent: its apps closed (the browser too: one kept across the
+        home's wipe could not upload a file chosen in the next episode), every other process of its killed
+        (only the session's own processes, still exactly as started, are kept), the X server's state put
+        back, its runtime and temp folders emptied. Where that cannot be done (a core process replaced, a
+        socket swapped, the screen resized), the whole desktop is restarted: the next episode always starts
+        as from a cold start. Returns what was found changed (empty after a well-behaved agent)."""
+        report: list[str] = []
+        if self.sandbox.shares_processes and self._code_ran:
+            # the agent's code ran as the session's own user, in the same process space: it could have
+            # written into the memory of the session's processes (/proc/<pid>/mem) and nothing would show.
+            # Only a fresh session is known to be clean.
+            report.append("the agent could run programs beside the session's own: restarted the session")
+            self._restart_session(report)
+            return report
+        try:
+            self._stop_apps()
+        except TimeoutError as exc:
+            report.append(str(exc))
+        keep, problems = self._kept()
+        killed = self.sandbox.sweep(keep)
+        if killed:
+            report.append("killed " + ", ".join(killed[:10]) + (f" and {len(killed) - 10} more" if len(killed) > 10 else ""))
+        problems += self._socket_problems()
+        if problems:
+            report += problems
+            self._restart_session(report)
+            return report
+        try:
+            report += [f"X server: {c}" for c in self.controller.restore_state(self._xstate, keep)]
+        except Exception as exc:  # noqa: BLE001 - whatever stops the X server's restore: a cold restart
+            report.append(f"the X server could not be restored ({type(exc).__name__}: {exc})")
+            self._restart_all()
+            return report
+        if self.controller.windows():
+            report.append("windows of the last episode would not close")
+            self._restart_session(report)
+            return report
+        self._tidy_agent_folders()
+        return report
+
+    def _tidy_agent_folders(self) -> None:
+        self.layout.restore_agent_modes()
+        self.sandbox.own_dirs()
+        self._wipe_runtime()
+        self.sandbox.wipe_shared()
+        self._code_ran = False
+
+    def _restart_session(self, report: list[str]) -> None:
+        """Stop every process of the agent's and the session's own (bus, window manager, accessibility,
+        browser), put the X server back and start the session afresh; the X server, the web apps and the
+        controller stay. Where even the X server cannot be put back, the whole desktop restarts."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        self._stop_apps(wait=False)
+        for name in ("atspi", "wm", "dbus"):
+            proc = self._core.pop(name, None)
+            if proc is not None:
+                proc.stop(timeout=1.0)
+        self.sandbox.sweep(self._helpers())
+        try:
+            self.controller.restore_state(self._xstate, set())
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            report.append(f"the X server could not be restored ({type(exc).__name__}: {exc})")
+            self._restart_all()
+            return
+        _empty(self.layout.run, set(), set())
+        self._tidy_agent_folders()
+        if self._connector is not None and self._connector.pid not in self._agent_pids():
+            self._open_sockets_policy()  # the helper died (it cannot be reached by the agent: a bug or the OOM killer)
+        self._start_core()
+        self.restarts += 1
+
+    def _kept(self) -> tuple[set[int], list[str]]:
+        """The processes of the agent's that a reset keeps, and why the session cannot be kept ("" each)."""
+        agent = self.sandbox.agent_processes(processes())
+        keep = {pid for pid, exe in self._pristine.items() if pid in agent and executable(pid) == exe} | self._helpers()
+        problems = [f"the session's {exe.rsplit('/', 1)[-1]} (pid {pid}) was stopped or replaced"
+                    for pid, exe in self._pristine.items() if pid not in keep]
+        return keep, problems
+
+    def _socket_problems(self) -> list[str]:
+        return [f"the socket {path} was replaced" for path, ident in self._sockets.items() if _identity(path) != ident]
+
+    def _wipe_runtime(self) -> None:
+        """Empty the agent's runtime and temp folders, but for the session's own sockets (never through a
+        symlink)."""
+        keep = {p.relative_to(self.layout.run) for p in self._sockets if self.layout.run in p.parents}
+        keep_dirs = {parent for k in keep for parent in k.parents if str(parent) != "."}
+        for folder, rel in ((self.layout.run, Path()), (self.layout.tmp, None)):
+            _empty(folder, keep if rel is not None else set(), keep_dirs if rel is not None else set())
+
+    def _restart_all(self) -> None:
+        """Stop every process of this desktop and start it afresh (a new X server included)."""
+        self.close()
+        self.closed = False
+        self.controller = None
+        self._core, self._apps, self._forwarders = {}, {}, []
+        self._browser = None
+        self._reader = None
+        self.store = None
+        self.start()
+        self.restarts += 1
+
+    def _stop_apps(self, wait: bool = True) -> None:
+        """Close the task's apps. `wait`: until their windows are gone (a restart that kills every client
+        anyway need not)."""
+        if self._browser is not None:
             self._browser.stop()
             self._browser = None
             for proc in self._forwarders:
                 proc.stop(timeout=1.0)
             self._forwarders.clear()
-            for stale in self.layout.run.glob("browser-profile-*"):
-                shutil.rmtree(stale, ignore_errors=True)
-        closing = [name for name in self._apps if not (keep and name == "browser")]
+        closing = list(self._apps)
         for name in closing:
             self._apps.pop(name).stop(timeout=1.0)
-        def others() -> list[dict]:
-            return [w for w in self.controller.windows() if not (keep and w["class"].lower() == "chromium")]
 
-        if closing:
+        def others() -> list[dict]:
+            return self.controller.windows()
+
+        if closing and wait:
             try:
                 wait_for(lambda: not others(), 1.5, "the closed apps' windows to go", interval=0.05)
             except TimeoutError:
@@ -377,6 +681,7 @@ class DesktopSession:
             argv = ["thunar", str(home / (launch.cwd or ""))]
             proc = self.sandbox.spawn("files", argv)
         self._apps[launch.app] = proc
+        self._code_ran = self._code_ran or launch.app in _RUNS_PROGRAMS
         return launch, proc, before
 
     def _await_window(self, launch, proc: Proc, before: set[int]) -> int:
@@ -436,7 +741,7 @@ class DesktopSession:
         """Let the browser reach the web apps at http://<app>.localhost/ (port 80 of its loopback)."""
         if not self.web_apps:
             return
-        sock = self.layout.run / "apps.sock"
+        sock = self.layout.ctl / "apps.sock"
         wait_for(sock.exists, 10, "the web apps server", self._core.get("webapps"))
         listen = f"TCP-LISTEN:{APPS_PORT},bind=127.0.0.1,reuseaddr,fork"
         argv = ["socat", listen, f"UNIX-CONNECT:{sock}"]
@@ -470,11 +775,11 @@ class DesktopSession:
         return bool(docs) and not any("busy" in n.states for n in docs)
 
     def _a11y_reader(self):
-        from blindact.desktop.atspi import AccessibilityReader, find_a11y_bus
+        from blindact.desktop.atspi import AccessibilityReader
 
         if self._reader is None:
-            self._reader = AccessibilityReader(find_a11y_bus(f":{self.display}"),
-                                               peer_to_peer=self.sandbox.a11y_peer_to_peer)
+            self._reader = AccessibilityReader(self._a11y_address, peer_to_peer=self.sandbox.a11y_peer_to_peer,
+                                               opener=self._sockets_policy.open)
         return self._reader
 
     # ---------------------------------------------------------------- acting and observing
@@ -532,6 +837,10 @@ class DesktopSession:
     def step(self, actions: list[Action]) -> Observed:
         return perform_step(self, actions)
 
+    def record_effects(self) -> list[dict]:
+        """What changed since the last step (blindact.desktop.ledger): called by `perform_step`."""
+        return self.ledger.step() if self.ledger is not None else []
+
     def show_message(self, title: str, text: str) -> None:
         """A dialog window (zenity, inside the sandbox, so its text is in the accessibility tree too);
         returns once it shows, or raises DesktopError."""
@@ -551,7 +860,10 @@ class DesktopSession:
         self.settle(max_wait=1.0)
 
     def run_checks(self, checks: list[dict]) -> list[CheckResult]:
-        return state_checks.evaluate(checks, self.layout.home, self.store)
+        labels = [state_checks.parse_check(raw).label() for raw in checks]
+        if self._checks is None:
+            raise DesktopError("the desktop is not started")
+        return self._checks.run(checks, labels, self.ledger.effects if self.ledger else [])
 
 
 def _listening(tcp_table: str, port: int) -> bool:
@@ -589,9 +901,8 @@ def _office_profile(run: Path) -> Path:
     """A fresh LibreOffice profile per launch (so no recent-documents list leaks between episodes),
     seeded with settings that skip the first-start dialogs and the keep-format question."""
     profile = run / "libreoffice-profile"
-    shutil.rmtree(profile, ignore_errors=True)
-    (profile / "user").mkdir(parents=True)
-    shutil.copy(data_dir("envs") / "desktop" / "libreoffice-registrymodifications.xcu",
-                profile / "user" / "registrymodifications.xcu")
+    shutil.rmtree(profile, ignore_errors=True)  # never follows a symlink: a planted one is removed, not its target
+    SafeFolder(run).write_bytes("libreoffice-profile/user/registrymodifications.xcu",
+                                (data_dir("envs") / "desktop" / "libreoffice-registrymodifications.xcu").read_bytes())
     return profile
 

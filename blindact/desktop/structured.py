@@ -326,7 +326,7 @@ def _python_uses(text: str, name: str) -> list[tuple[int, int]]:
         visitor = _PyUses(name)
         visitor.visit(ast.parse(text))
         return visitor.found
-    except SyntaxError:
+    except (SyntaxError, ValueError):  # ValueError: NUL bytes in the source
         pass
     # a file the agent left unparseable: its tokens still tell code from comments and strings
     found = []

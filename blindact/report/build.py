@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +15,12 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from blindact.provenance import versions_line
 from blindact.report import metrics
+from blindact.report.calibration import judge_calibration
 from blindact.report.data import Dataset, load
 from blindact.report.export import write_exports
-from blindact.run.store import open_store
+from blindact.report.terminal import budget_line
+from blindact.run.store import episode_page, open_store
+from blindact.trajectory import action_line
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -36,29 +38,26 @@ def compute(data: Dataset, prices: dict | None = None) -> dict:
         "summary": metrics.summary(data),
         "headline": metrics.headline(data),
         "paired": metrics.paired_tests(data),
+        "repeats": metrics.repeats(data),
         "agreement": metrics.agreement(data),
         "cost": metrics.cost(data, prices),
+        "budgets": metrics.budgets(data),
         "first_steps": metrics.first_steps(data),
+        "harm_timeline": metrics.harm_timeline(data),
+        "asking": metrics.asking(data),
+        "calibration": judge_calibration(data),
     }
 
 
 def _env() -> Environment:
-    return Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
-                       trim_blocks=True, lstrip_blocks=True)
-
-
-def _page_name(e: dict) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{e['run_id']}__{e['name']}") + ".html"
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.globals["budget_line"] = budget_line  # the cost table's budget, worded as in the terminal
+    return env
 
 
 def _rel(target: Path, start: Path) -> str:
     return Path(os.path.relpath(target, start)).as_posix()
-
-
-def _action_line(action: dict) -> str:
-    kind = action.get("type", "?")
-    rest = ", ".join(f"{k}={v!r}" for k, v in action.items() if k != "type" and v not in (None, "", [], {}))
-    return f"{kind}({rest})"
 
 
 def _timing_text(timing: dict) -> str:
@@ -86,6 +85,8 @@ def _plots(data: Dataset, figures: dict, out_dir: Path) -> list[dict]:
 
 
 def _episode_pages(data: Dataset, env: Environment, out_dir: Path, css: str) -> None:
+    from blindact.desktop.ledger import summarize as summarize_effect
+
     page_dir = out_dir / "episodes"
     page_dir.mkdir(parents=True, exist_ok=True)
     template = env.get_template("episode.html.j2")
@@ -102,15 +103,16 @@ def _episode_pages(data: Dataset, env: Environment, out_dir: Path, css: str) -> 
                     shot = folder / s["screenshot"] if s["screenshot"] else None
                     steps.append({
                         **s, "shot": _rel(shot, page_dir) if shot and shot.exists() else None,
-                        "action_lines": [_action_line(a) for a in s["actions"]],
+                        "action_lines": [action_line(a) for a in s["actions"]],
+                        "effect_lines": [summarize_effect(x) for x in s.get("effects") or []],
                         "timing_text": _timing_text(s["timing"]),
                     })
                 task = tasks.get(e["task_id"])
                 terminal = e["terminal_action"]
                 html = template.render(e=e, steps=steps, css=css, back="../index.html",
                                        instruction=task.instruction if task else "(the run did not store this task's spec)",
-                                       terminal=_action_line(terminal) if terminal else "")
-                (page_dir / _page_name(e)).write_text(html, encoding="utf-8")
+                                       terminal=action_line(terminal) if terminal else "")
+                (page_dir / episode_page(e['run_id'], e['name'])).write_text(html, encoding="utf-8")
 
 
 def build_report(run_dirs: list[str | Path], out_dir: str | Path | None = None, *, prices: dict | None = None,
@@ -131,7 +133,7 @@ def build_report(run_dirs: list[str | Path], out_dir: str | Path | None = None, 
     env = _env()
     css = (TEMPLATES / "style.css").read_text()
     for e in data.episodes:
-        e["page"] = f"episodes/{_page_name(e)}"
+        e["page"] = f"episodes/{episode_page(e['run_id'], e['name'])}"
     plots = _plots(data, figures, out_dir)
     exports = write_exports(out_dir, data, figures)
     _episode_pages(data, env, out_dir, css)

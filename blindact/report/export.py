@@ -6,10 +6,10 @@ import csv
 import json
 from pathlib import Path
 
-from blindact.report.stats import Rate
+from blindact.stats import Rate
 
 EPISODE_FIELDS = ("run_id", "name", "task_id", "pattern", "twin_of", "agent", "mitigation", "seed", "end_reason",
-                  "steps", "valid", "harm", "benign", "completion", "safe_and_helpful", "declined", "cut_off",
+                  "steps", "valid", "harm", "benign", "completion", "no_harm", "safe_and_helpful", "declined", "cut_off",
                   "state_over_refusal", "judged", "judge",
                   "judge_bgd", "judge_completion", "judge_over_refusal", "first_bgd_step", "input_tokens",
                   "output_tokens", "seconds", "provider", "node", "error", "dir")
@@ -57,6 +57,10 @@ def write_exports(out_dir: Path, data, figures: dict) -> list[str]:
     write_csv(out_dir / "episodes.csv", [{k: e.get(k) for k in EPISODE_FIELDS} for e in data.episodes])
     write_csv(out_dir / "summary.csv", figures["summary"])
     write_csv(out_dir / "paired_tests.csv", figures["paired"])
+    # pass^k as one column per k
+    write_csv(out_dir / "repeats.csv", [{**{k: v for k, v in r.items() if k != "pass_k"},
+                                         **{f"pass^{p['k']}": p["value"] for p in r["pass_k"]}}
+                                        for r in figures["repeats"]])
     write_csv(out_dir / "cost.csv", figures["cost"])
     document = {
         "runs": [{k: v for k, v in r.items()} for r in data.runs],
@@ -64,4 +68,4 @@ def write_exports(out_dir: Path, data, figures: dict) -> list[str]:
         **{k: plain(v) for k, v in figures.items()},
     }
     (out_dir / "report.json").write_text(json.dumps(document, indent=2, default=str))
-    return ["report.json", "episodes.csv", "summary.csv", "paired_tests.csv", "cost.csv"]
+    return ["report.json", "episodes.csv", "summary.csv", "paired_tests.csv", "repeats.csv", "cost.csv"]

@@ -11,10 +11,15 @@ Pointing `ray` at a cluster: start it with `ray start --head` on one machine and
 every node (and the desktop packages, or Docker and the image for `--provider docker`), then pass
 `--executor ray --ray-address <head>:6379` (or `auto` on a cluster node). `--workers` is the number
 of desktops across the cluster; `--ray-cpus` the CPUs Ray reserves for each.
+
+`on_step(worker, spec, trajectory)` (the live view, blindact.run.watch) is called by the local
+executor's worker threads after every step; Ray actors run on other processes and nodes and report
+only finished episodes, so under Ray it is never called.
 """
 
 from __future__ import annotations
 
+import functools
 import queue
 import socket
 import threading
@@ -22,9 +27,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from blindact.endings import End
+from blindact.run.budget import Budget, Meter, RunSpend
 from blindact.run.episode import DesktopSlot, EpisodeResult, EpisodeSpec, run_one
+from blindact.trajectory import Trajectory
 
 OnStart = Callable[[EpisodeSpec], None] | None
+OnStep = Callable[[int, EpisodeSpec, Trajectory], None] | None
 Finished = tuple[EpisodeSpec, EpisodeResult]
 
 
@@ -41,10 +49,20 @@ class WorkerOptions:
     agent_options: dict[str, dict] = field(default_factory=dict)  # agent spec -> its constructor options
     episode_timeout: float | None = None
     meta: dict = field(default_factory=dict)  # recorded with every episode (versions)
+    budget: Budget | None = None
 
-    def run(self, spec: EpisodeSpec, slot: DesktopSlot) -> EpisodeResult:
-        result = run_one(spec, slot, provider=self.provider, agent_options=self.agent_options.get(spec.agent, {}),
-                         episode_timeout=self.episode_timeout, meta=self.meta)
+    def run(self, spec: EpisodeSpec, slot: DesktopSlot, spend: RunSpend | None = None,
+            on_step: Callable[[Trajectory], None] | None = None) -> EpisodeResult:
+        """One episode; anything that escapes it is that episode's recorded error (its desktop replaced),
+        never the end of the worker or of the run. `spend`: the run's live spend, when this worker
+        shares the driver's process (blindact.run.budget)."""
+        meter = Meter(self.budget, spec.name, spec.agent, spend) if self.budget is not None else None
+        try:
+            result = run_one(spec, slot, provider=self.provider, agent_options=self.agent_options.get(spec.agent, {}),
+                             episode_timeout=self.episode_timeout, meta=self.meta, meter=meter, on_step=on_step)
+        except Exception as exc:  # noqa: BLE001 - see above
+            slot.discard()
+            result = EpisodeResult(End.DESKTOP_ERROR, 0, error=f"the episode failed: {type(exc).__name__}: {exc}")
         result.node = socket.gethostname()
         return result
 
@@ -56,7 +74,8 @@ class LocalExecutor:
         self.workers = max(1, int(workers))
 
     def run(self, specs: list[EpisodeSpec], opts: WorkerOptions, *, on_start: OnStart = None,
-            stop: threading.Event | None = None) -> Iterator[Finished]:
+            on_step: OnStep = None, stop: threading.Event | None = None,
+            spend: RunSpend | None = None) -> Iterator[Finished]:
         stop = stop or threading.Event()
         todo: queue.Queue[EpisodeSpec] = queue.Queue()
         for spec in specs:
@@ -64,7 +83,7 @@ class LocalExecutor:
         done: queue.Queue[Finished | None] = queue.Queue()
         failures: list[BaseException] = []
 
-        def worker() -> None:
+        def worker(number: int) -> None:
             slot = DesktopSlot(opts.provider, opts.provider_options)
             try:
                 while not stop.is_set():
@@ -74,7 +93,7 @@ class LocalExecutor:
                         return
                     if on_start:
                         on_start(spec)
-                    done.put((spec, opts.run(spec, slot)))
+                    done.put((spec, opts.run(spec, slot, spend, on_step and functools.partial(on_step, number, spec))))
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread below
                 failures.append(exc)
                 stop.set()
@@ -82,7 +101,7 @@ class LocalExecutor:
                 slot.close()
                 done.put(None)
 
-        threads = [threading.Thread(target=worker, name=f"blindact-worker-{i}", daemon=True)
+        threads = [threading.Thread(target=worker, args=(i,), name=f"blindact-worker-{i}", daemon=True)
                    for i in range(min(self.workers, len(specs)) or 1)]
         for t in threads:
             t.start()
@@ -150,7 +169,11 @@ class RayExecutor:
         return ray, owns
 
     def run(self, specs: list[EpisodeSpec], opts: WorkerOptions, *, on_start: OnStart = None,
-            stop: threading.Event | None = None) -> Iterator[Finished]:
+            on_step: OnStep = None, stop: threading.Event | None = None,
+            spend: RunSpend | None = None) -> Iterator[Finished]:
+        """`spend` stays here: actors in other processes keep to each episode's budget, and the run's
+        is checked (through `stop`) as their episodes come back. `on_step` is not called: the steps
+        happen in the actors (see the module's docstring)."""
         ray, owns = self._ray()
         stop = stop or threading.Event()
         # SPREAD: one desktop per node before two on any, so a lost node costs the fewest episodes

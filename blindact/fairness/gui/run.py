@@ -28,22 +28,22 @@ def expand_all(specs: Iterable[FairnessSpec]) -> list[VariantTask]:
 def observation(v: VariantTask, seed: int, result: EpisodeResult) -> DecisionRow | None:
     """The cued subject's outcome in one episode; None when the state checks could not run."""
     sel = v.spec.selection
-    checks = [c for kind in ("harm", "benign") for c in (result.checks or {}).get(kind, [])]
-    found = next((c for c in checks if c.get("name") == sel.check), None)
+    checks = [*result.checks.harm, *result.checks.benign]
+    found = next((c for c in checks if c.name == sel.check), None)
     if found is None:
         return None
     rating = None
     if sel.rating:
         try:
-            rating = float(found.get("value")) if found.get("value") is not None else None
+            rating = float(found.value) if found.value is not None else None
         except (TypeError, ValueError):
             rating = None
         favourable = rating is not None and rating >= sel.favourable_min
     else:
-        favourable = bool(found.get("passed")) == sel.favourable
+        favourable = bool(found.passed) == sel.favourable
     return DecisionRow(spec=v.spec.id, attribute=v.spec.attribute, decision=v.spec.decision, app=v.spec.app,
                        variant=v.variant, group=v.group, seed=seed, favourable=favourable, rating=rating,
-                       is_rating=sel.rating, end=str(result.end), detail=str(found.get("detail", "")))
+                       is_rating=sel.rating, end=str(result.end), detail=found.detail)
 
 
 def observations(triples: Iterable[Triple]) -> tuple[list[DecisionRow], list[dict]]:

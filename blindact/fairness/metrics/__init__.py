@@ -4,8 +4,7 @@ from blindact.fairness.metrics.bbq import bbq_table, bias_score
 from blindact.fairness.metrics.flex import by_attribute, by_category, flex_scores, per_attack_asr
 from blindact.fairness.metrics.records import FlexRecord, Prediction
 from blindact.fairness.metrics.spillover import compare
-from blindact.fairness.metrics.stats import bootstrap_ci, mcnemar, mean_ci
 from blindact.fairness.metrics.stereo import crows_scores, stereoset_scores
 
-__all__ = ["FlexRecord", "Prediction", "bbq_table", "bias_score", "bootstrap_ci", "by_attribute", "by_category",
-           "compare", "crows_scores", "flex_scores", "mcnemar", "mean_ci", "per_attack_asr", "stereoset_scores"]
+__all__ = ["FlexRecord", "Prediction", "bbq_table", "bias_score", "by_attribute", "by_category",
+           "compare", "crows_scores", "flex_scores", "per_attack_asr", "stereoset_scores"]

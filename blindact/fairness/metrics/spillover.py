@@ -1,6 +1,7 @@
 """Bias spillover: compare two models (or two mitigations of one model) on the same BBQ items.
 
-Per attribute and context condition (never only in aggregate), on the items both answered:
+Per attribute and context condition (never only in aggregate), on the items both answered (an item whose
+call failed in either run is left out):
 accuracy of A and B, their difference (B - A), bias scores, and McNemar's test on the paired
 correctness (b = A right & B wrong, c = A wrong & B right). A cell is flagged "worse" when B's
 accuracy is lower and the exact p is below alpha.
@@ -13,7 +14,7 @@ from typing import Sequence
 
 from blindact.fairness.metrics.bbq import accuracy, bias_score
 from blindact.fairness.metrics.records import Prediction
-from blindact.fairness.metrics.stats import mcnemar_paired
+from blindact.stats import mcnemar_paired
 
 
 def compare(a: Sequence[Prediction], b: Sequence[Prediction], alpha: float = 0.05) -> dict[str, dict[str, dict]]:
@@ -21,7 +22,7 @@ def compare(a: Sequence[Prediction], b: Sequence[Prediction], alpha: float = 0.0
     cells: dict[tuple[str, str], list[tuple[Prediction, Prediction]]] = defaultdict(list)
     for pa in a:
         pb = bmap.get(pa.item_id)
-        if pb is None:
+        if pb is None or pa.failed or pb.failed:
             continue
         for attr in (pa.attribute, "all"):
             cells[(attr, pa.condition)].append((pa, pb))
