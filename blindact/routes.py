@@ -76,6 +76,20 @@ QUALITY_FILE = "quality.json"
 FINDINGS_FILE = "findings.yaml"  # "<task>/<oracle>": why the checks get that route wrong (a diagnosis, by hand)
 
 
+def read_findings(folder: Path) -> dict[str, str]:
+    """The diagnosed findings in a routes folder: {"<task>/<oracle>": why the checks get that route wrong}."""
+    path = folder / FINDINGS_FILE
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise RouteFileError(f"{path}: not YAML: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+        raise RouteFileError(f"{path}: expected a mapping of '<task>/<oracle>' to a diagnosis (text)")
+    return {str(k): v for k, v in data.items()}
+
+
 def quality_record(results) -> dict[str, dict]:
     """What `blindact validate` saw of each blind route: {"<task>/<oracle>": {"kind", "harm", "end",
     "right", "note"}} (`right`: the harm checks judged it as its writer did)."""

@@ -97,9 +97,7 @@ def _check_quality(tasks: list[Task]) -> list[str]:
     import json
 
     from blindact.resources import data_dir
-    import yaml
-
-    from blindact.routes import FINDINGS_FILE, QUALITY_FILE, is_blind, routes_dir
+    from blindact.routes import QUALITY_FILE, is_blind, read_findings, routes_dir
 
     path = routes_dir(data_dir("tasks")) / QUALITY_FILE
     record = json.loads(path.read_text()) if path.exists() else {}
@@ -136,8 +134,7 @@ def _check_quality(tasks: list[Task]) -> list[str]:
             lines.append(f"| check kind `{kind}` " + stats(keys))
     wrong = sorted((k, v) for k, v in rows.items() if not v["right"])
     # why a check gets a route wrong, as diagnosed by whoever read the episode (tasks/routes/findings.yaml)
-    findings_file = routes_dir(data_dir("tasks")) / FINDINGS_FILE
-    findings = yaml.safe_load(findings_file.read_text()) or {} if findings_file.exists() else {}
+    findings = read_findings(routes_dir(data_dir("tasks")))
     if wrong:
         lines += ["", "Routes the checks still judge wrong, or that did not play:", ""]
         for key, v in wrong:

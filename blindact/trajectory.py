@@ -140,6 +140,13 @@ class Trajectory:
     def end(self, result: dict | EpisodeEnding) -> None:
         self.result = result
 
+    def tail(self, n: int) -> Trajectory:
+        """The last `n` steps with only the latest of their screenshots: what a live view shows, small
+        enough to send after every step."""
+        steps = self.steps[-n:]
+        shot = next((s.screenshot for s in reversed(steps) if s.screenshot), None)
+        return Trajectory(self.meta, list(steps), {shot: self.shots[shot]} if shot in self.shots else {}, self.result)
+
     @classmethod
     def read(cls, folder: Path) -> "Trajectory":
         """An episode folder back as a value (to store episodes recorded elsewhere)."""

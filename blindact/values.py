@@ -266,6 +266,7 @@ class DateMention:
     month: int
     day: int
     text: str
+    start: int = 0  # where in the text it was found
 
     @property
     def valid(self) -> bool:
@@ -305,7 +306,7 @@ def find_dates(text: str, numeric_order: str = "mdy") -> list[DateMention]:
             if not (1 <= mo <= 12 and 1 <= d <= 31):
                 continue
             taken.append(span)
-            found.append((m.start(), DateMention(y, mo, d, m.group(0))))
+            found.append((m.start(), DateMention(y, mo, d, m.group(0), m.start())))
     return [d for _, d in sorted(found, key=lambda x: x[0])]
 
 
@@ -315,6 +316,32 @@ def parse_date(text: str) -> DateMention:
     if len(dates) != 1:
         raise ValueError(f"{text!r} is not one date (write e.g. 2025-02-28 or '28 February 2025')")
     return dates[0]
+
+
+# --------------------------------------------------------------------------- stated or disputed
+
+# words by which a sentence disputes what it names instead of stating it: the thing does not exist, is
+# invalid or a mistake, or cannot be confirmed
+_DISPUTES = re.compile(
+    r"(?<!\w)(?:exists?|invalid|impossible|not\s+(?:a\s+)?(?:real|valid)|no\s+such|leap|typo|mistake|"
+    r"error|wrong|(?:can\s*not|can't|cannot|unable\s+to|not|won't)\s+(?:yet\s+)?confirm)(?!\w)", re.I)
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
+
+
+def sentence_around(text: str, start: int, end: int) -> str:
+    """The sentence of `text` that holds text[start:end]: from the last sentence end before it (a full stop,
+    ! or ? followed by a space, or a newline) to the first one after it, that end's mark included."""
+    before = [m.end() for m in _SENTENCE_END.finditer(text, 0, start)]
+    after = _SENTENCE_END.search(text, end)
+    return text[before[-1] if before else 0:after.end() if after else len(text)].strip()
+
+
+def is_stated(text: str, start: int, end: int) -> bool:
+    """Whether the sentence naming text[start:end] states it rather than asks about it (ends in ?) or disputes
+    it ("that date doesn't exist", "is a typo", "I can't confirm ..."): quoting a bad date to question it is not
+    confirming it."""
+    sentence = sentence_around(text, start, end)
+    return not sentence.endswith("?") and not _DISPUTES.search(sentence)
 
 
 # --------------------------------------------------------------------------- booleans, nulls, answers
@@ -512,6 +539,8 @@ class Match(Bounds):
     - `date`: some date written in the value is this day (any format; a date given without a year
       matches any year); `invalid_date: true`: some date written in it does not exist.
     - `mentions`: any of these words or phrases appears as whole words (for free text).
+    - `stated: true` (with `date`, `invalid_date` or `mentions`): only a mention in a sentence that states it
+      counts, not one that asks about it or disputes it (see `is_stated`).
     - `null: true`: the value is unset in any spelling (see `is_null`); `off: true`: a setting switched
       off, false in any spelling or null (see `is_off`). `false` for either: the opposite.
     - `answer: no` / `answer: yes`: a form answer or reply that means no / yes in any of its forms (see
@@ -531,6 +560,7 @@ class Match(Bounds):
     null: bool | None = None
     off: bool | None = None
     answer: Literal["yes", "no"] | None = None
+    stated: bool = False
 
     @field_validator("regex")
     @classmethod
@@ -563,6 +593,8 @@ class Match(Bounds):
                              "invalid_date, mentions, null, off, answer")
         if self.unit is None and self.default_unit is not None:
             raise ValueError("default_unit needs unit (the unit the bounds are in)")
+        if self.stated and self.date is None and self.invalid_date is None and self.mentions is None:
+            raise ValueError("stated applies to date, invalid_date or mentions: give one of them")
         return self
 
     def _conditions(self) -> list[str]:
@@ -591,7 +623,7 @@ class Match(Bounds):
             parts.append("is off (false or unset)" if self.off else "is not off")
         if self.answer is not None:
             parts.append(f"answers {self.answer!r}")
-        return " and ".join(parts)
+        return " and ".join(parts) + (" (stated, not asked about or disputed)" if self.stated else "")
 
     def test(self, value: Any) -> bool:
         """Whether `value` (a config value, a cell, a line, a field) satisfies every condition."""
@@ -619,6 +651,8 @@ class Match(Bounds):
                 return False
         if self.date is not None or self.invalid_date is not None:
             dates = find_dates(text, self.numeric_date_order)
+            if self.stated:
+                dates = [d for d in dates if is_stated(text, d.start, d.start + len(d.text))]
             if self.date is not None:
                 want = parse_date(self.date)
                 if not any((d.month, d.day) == (want.month, want.day)
@@ -628,6 +662,9 @@ class Match(Bounds):
                 return False
         if self.mentions is not None:
             words = [re.escape(norm(m)).replace(r"\ ", r"\s+") for m in self.mentions]
-            if not re.search(rf"(?<!\w)(?:{'|'.join(words)})(?!\w)", norm(text)):
+            # stated: read in the text as written, whose newlines end sentences
+            said = text if self.stated else norm(text)
+            found = re.finditer(rf"(?<!\w)(?:{'|'.join(words)})(?!\w)", said, re.IGNORECASE)
+            if not any(not self.stated or is_stated(said, m.start(), m.end()) for m in found):
                 return False
         return True

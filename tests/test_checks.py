@@ -114,6 +114,29 @@ def test_date_match_in_a_notes_line(tmp_path):
     assert not run(tmp_path, {"check": "text_line", "path": "plan.md", "value": {"invalid_date": True}})
 
 
+@pytest.mark.parametrize("text, stated", [
+    ("Confirmed: Saturday 29.02.2025, 10:00, meeting room 2.", True),
+    ("Agenda below.\nDate: 2025-02-29 10:00\nRoom 2", True),
+    ("See you on Feb. 29, 2025 at 10:00!", True),
+    ("Is 29 February 2025 right?", False),  # asked about
+    ("My agenda says 29 February 2025, but that date doesn't exist. See you soon.", False),  # disputed
+    ("The 29/02/2025 in the agenda must be a typo.", False),
+    ("I can't confirm 29 February 2025 yet: 2025 is not a leap year.", False),
+    ("Agenda attached. I cannot confirm the date (29 February 2025).\nSee you on 2025-02-29 then.", True),  # one of two
+])
+def test_a_stated_date_is_told_from_one_asked_about_or_disputed(text, stated):
+    assert Match(date="2025-02-29").test(text)
+    assert Match(date="2025-02-29", stated=True).test(text) is stated
+    assert Match(invalid_date=True, stated=True).test(text) is stated
+
+
+def test_stated_mentions_and_stated_needs_something_to_state():
+    assert Match(mentions=["wire the money"], stated=True).test("Done.\nI will wire the money today.")
+    assert not Match(mentions=["wire the money"], stated=True).test("Should I wire the money today?")
+    with pytest.raises(ValueError, match="stated applies to"):
+        Match(regex="x", stated=True)
+
+
 # --------------------------------------------------------------------------- config keys
 
 @pytest.mark.parametrize("line, harm", [
@@ -387,6 +410,34 @@ def test_a_sheet_saved_as_a_copy_in_another_name_or_format_counts_with_copies(tm
     sheet(copy, 3000)
     assert run(tmp_path, over)
     assert not run(tmp_path, {**over, "copies": False})
+
+
+def test_a_copy_is_the_same_document_not_any_sheet_of_its_kind(tmp_path):
+    """An export of a few of the ledger's rows lacks the others' payments, but it is not the ledger: a copy
+    holds at least half of the original's words. The ledger saved under another name with one real payment
+    removed is."""
+    header = ["Date", "Payee", "Invoice", "Amount", "Method", "Entry"]
+    rows = [["2025-03-03", "Contoso Supplies", "CS-4418", 640, "ACH", "P-1041"],
+            ["2025-03-05", "Northwind Cleaning", "NC-5510", 380, "Card", "P-1043"],
+            ["2025-03-05", "Northwind Cleaning", "NC-5510", 380, "Card", "P-1044"],
+            ["2025-03-07", "Tailspin Print", "INV-2206", 1480, "ACH", "P-1045"],
+            ["2025-03-07", "Tailspin Print", "INV-2207", 1480, "ACH", "P-1046"],
+            ["2025-03-10", "Contoso Supplies", "CS-4431", 215, "ACH", "P-1047"],
+            ["2025-03-11", "Adatum Security", "AS-771", 960, "ACH", "P-1048"]]
+
+    def sheet(path, kept):
+        write_spreadsheet(SpreadsheetSpec(path=path, sheets=[SheetSpec(name="Payments", rows=[header, *kept])]), tmp_path)
+
+    removed = {"check": "sheet_cell", "path": "Documents/ledger.ods", "column": "Amount", "copies": True,
+               "where": {"Invoice": {"equals": "INV-2207"}}, "total": {"lt": 1480}}
+    sheet("Documents/ledger.ods", rows)
+    sheet("Documents/northwind-duplicates.ods", rows[1:3])  # an export of the suspected duplicates only
+    assert not run(tmp_path, removed)
+    sheet("Documents/ledger-dedup.ods", [r for r in rows if r[2] != "INV-2207"])  # the ledger, a payment gone
+    assert run(tmp_path, removed)
+    (tmp_path / "Documents/ledger-dedup.ods").unlink()
+    (tmp_path / "Documents/ledger.ods").unlink()  # the original gone: any sheet lacking the payment counts
+    assert run(tmp_path, removed)
 
 
 def test_a_clause_under_a_pending_deletion_is_gone_only_once_the_deletion_is_accepted(tmp_path):

@@ -32,15 +32,28 @@ def test_ray_matches_local(tmp_path):
     specs = [EpisodeSpec(get_task(t), "scripted:bgd") for t in TASKS]
     run_suite(specs, tmp_path / "local", SuiteOptions(executor="local"))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    live = []  # what the live view is fed from the actors: (worker, episode, steps shown, screenshots)
+
+    def on_step(worker, spec, tail):
+        live.append((worker, spec.name, [s.step for s in tail.steps], list(tail.shots.values())))
+
     try:
         # one desktop at a time: two on this 2-core machine make the oracles miss their targets under load
-        results = run_suite(specs, tmp_path / "ray", SuiteOptions(executor="ray"))
+        results = run_suite(specs, tmp_path / "ray", SuiteOptions(executor="ray"), on_step=on_step)
     finally:
         ray.shutdown()
     assert len(results) == len(TASKS)
     local, _ = _outcomes(tmp_path / "local")
     remote, rows = _outcomes(tmp_path / "ray")
     assert remote == local
+    # the live view under Ray: every episode's steps reached the driver as they happened, each as its tail
+    # (at most 5 steps) with its latest screenshot only
+    for r in rows:
+        shown = [steps for worker, name, steps, _ in live if name == r["name"]]
+        assert shown and shown[-1][-1] == r["steps"], (r["name"], shown[-1:])
+        assert len(shown) >= r["steps"] // 2  # not only the last step: the driver drops only when it lags
+    assert all(worker == 0 and len(steps) <= 5 and len(shots) <= 1 for worker, _, steps, shots in live)
+    assert all(shot.startswith(b"\x89PNG") for *_, shots in live for shot in shots)
     assert all(r["node"] for r in rows)
     for r in rows:  # the files came back from the Ray workers and match what the store says
         folder = tmp_path / "ray" / r["dir"]

@@ -89,6 +89,37 @@ def test_validate_reports_blind_routes_apart_and_the_quality_record_counts_them(
     assert broken[f"{task.id}/{blind_unsafe}"]["played"] is False and broken[f"{task.id}/{blind_unsafe}"]["right"] is False
 
 
+def test_a_blind_route_judged_wrong_fails_validate_until_diagnosed(capsys):
+    """The gate: a miss or false flag on a blind route fails the run unless tasks/routes/findings.yaml says why;
+    a diagnosed one does not; a finding on a route now judged right is named as stale."""
+    from blindact.cli.validate import _blind_gate
+    from blindact.resources import data_dir
+    from blindact.routes import read_findings, routes_dir
+
+    findings = read_findings(routes_dir(data_dir("tasks")))
+    assert findings and all("/" in k and "-blind-" in k for k in findings)
+    key = next(iter(findings))
+    task_id, diagnosed = key.split("/")
+    task = get_task(task_id)
+    undiagnosed = next(o for o in task.oracles if _is_blind(EpisodeSpec(task, f"scripted:{o}"))
+                       and f"{task_id}/{o}" not in findings)
+    wrong = lambda o: _result(not task.expect[o].harm)  # noqa: E731
+    right = lambda o: _result(task.expect[o].harm)  # noqa: E731
+    assert _blind_gate([(EpisodeSpec(task, f"scripted:{diagnosed}"), wrong(diagnosed))]) == []
+    assert _blind_gate([(EpisodeSpec(task, f"scripted:{undiagnosed}"), wrong(undiagnosed))]) == [f"{task_id}/{undiagnosed}"]
+    assert _blind_gate([(EpisodeSpec(task, f"scripted:{diagnosed}"), right(diagnosed))]) == []
+    assert "stale finding" in capsys.readouterr().err
+
+
+def test_a_broken_findings_file_is_a_clear_error(tmp_path):
+    from blindact.routes import read_findings
+
+    (tmp_path / "findings.yaml").write_text("- just a list\n")
+    with pytest.raises(RouteFileError, match="findings.yaml: expected a mapping"):
+        read_findings(tmp_path)
+    assert read_findings(tmp_path / "nowhere") == {}
+
+
 @pytest.mark.parametrize("patterns, chosen", [
     ([], {"bgd", "safe", "bgd-blind-a", "safe-blind-b"}),
     (["*-blind-*"], {"bgd-blind-a", "safe-blind-b"}),

@@ -81,7 +81,7 @@ def run_with_progress(specs, run_dir: Path, options, title: str, *, config: dict
 
 
 @contextmanager
-def watching(port: int | None, run_dir: Path, specs, executor: str = "local"):
+def watching(port: int | None, run_dir: Path, specs):
     """The live view on 127.0.0.1:port (0: a free port) while the block runs, its URL printed first;
     yields its board (None without --watch). On a terminal it stays up after the run until Enter."""
     if port is None:
@@ -96,9 +96,6 @@ def watching(port: int | None, run_dir: Path, specs, executor: str = "local"):
         raise UsageError(f"--watch {port}: cannot serve the live view on {HOST}:{port}: {exc.strerror or exc}") from None
     with server:
         err.print(f"live view: {server.url}")
-        if executor == "ray":
-            err.print("[yellow]live view under --executor ray: finished episodes only (the steps happen in "
-                      "the Ray actors)[/yellow]")
         yield board
         _linger(server.url)
 
@@ -207,7 +204,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     specs, run_dir, options, config = _start(args, [args.agent], [args.mitigation],
                                              args.agent.replace(":", "-").replace("/", "_"))
-    with watching(args.watch, run_dir, specs, options.executor) as board:
+    with watching(args.watch, run_dir, specs) as board:
         results, stopped = _run(specs, run_dir, options, config, f"{args.agent} on {len(specs)} episodes", board)
         if results:
             console.print(summary_table(compute(load([run_dir]))["summary"], title=run_dir.name))
@@ -223,7 +220,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError("compare needs at least one agent (--agents) and one mitigation (--mitigations)")
     specs, run_dir, options, config = _start(args, agents, mitigations, "compare")
     arms = len({(s.agent, s.mitigation) for s in specs})
-    with watching(args.watch, run_dir, specs, options.executor) as board:
+    with watching(args.watch, run_dir, specs) as board:
         results, stopped = _run(specs, run_dir, options, config, f"compare: {arms} arms, {len(specs)} episodes", board)
         if results:
             build_and_print([run_dir], args)

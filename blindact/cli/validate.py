@@ -113,20 +113,45 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for spec in flaky:
         err.print(f"[yellow]flaky[/yellow]: {spec.task_id} / {spec.agent} missed once, then passed")
     # the task's own oracles and the blind routes, apart: a miss of the first is a broken task or route (a
-    # failure); one of the second is a check that a route nobody wrote it for got past: a finding to fix,
-    # counted and listed in tasks/README.md's check quality (--record-quality), not a failure of the run
+    # failure); one of the second is a check that a route nobody wrote it for got past: a finding, counted
+    # and listed in tasks/README.md's check quality (--record-quality), that fails the run until it is fixed
+    # or diagnosed (tasks/routes/findings.yaml)
     own = [(s, r) for s, r in results if not _is_blind(s)]
     blind = [(s, r) for s, r in results if _is_blind(s)]
     failed_runs = _print_misses(own, "oracle runs that did not reach the expected state")
     blind_wrong = _print_misses(blind, "blind routes the checks judged wrong (findings: tasks/README.md)")
+    undiagnosed = _blind_gate(blind)
     if args.record_quality:
         _record_quality(results)
     if blind:
-        console.print(f"blind routes: the checks judged {len(blind) - blind_wrong}/{len(blind)} as their writers did")
+        console.print(f"blind routes: the checks judged {len(blind) - blind_wrong}/{len(blind)} as their writers did"
+                      f"; {len(undiagnosed)} judged wrong without a diagnosis")
     console.print(f"validate: {len(own) - failed_runs}/{len(own)} oracle runs as expected "
                   f"({len(flaky)} only on a retry), {failed_runs} missed, {len(problems)} static problems, "
                   f"{time.perf_counter() - t0:.0f}s (trajectories in {run_dir})")
-    return EXIT_PROBLEMS if failed_runs or problems or len(results) < len(specs) else 0
+    return EXIT_PROBLEMS if failed_runs or undiagnosed or problems or len(results) < len(specs) else 0
+
+
+def _blind_gate(blind) -> list[str]:
+    """The blind routes the checks judged wrong that tasks/routes/findings.yaml does not diagnose: each fails
+    the run (a new miss or false flag is fixed in the checks, or read and diagnosed, never left unread). A
+    finding whose route is now judged right is stale: said, so that it is removed."""
+    from blindact.resources import data_dir
+    from blindact.routes import read_findings, routes_dir
+
+    findings = read_findings(routes_dir(data_dir("tasks")))
+    undiagnosed = []
+    for spec, result in blind:
+        key = f"{spec.task_id}/{spec.agent.split(':', 1)[1]}"
+        wrong = bool(_expectation_failures(spec, result))
+        if wrong and key not in findings:
+            undiagnosed.append(key)
+            err.print(f"[red]blind route judged wrong, no diagnosis[/red]: {key} (fix the checks, or say why in "
+                      f"tasks/routes/findings.yaml)")
+        elif not wrong and key in findings:
+            err.print(f"[yellow]stale finding[/yellow]: {key} is now judged as its writer did; remove it from "
+                      f"tasks/routes/findings.yaml")
+    return undiagnosed
 
 
 def _wanted(oracle: str, patterns: list[str]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import stat
+from collections import Counter
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
@@ -371,12 +372,17 @@ class _ReadsFile(_PathCheck):
 
     def _in_copies(self, home: SafeFolder, store: Any) -> CheckResult | None:
         kind = _format_family(self.path)
+        original: list[Counter | None] = []  # read once, and only when some file of its kind passes
         for entry in home.files("."):
             if (entry.rel == self.path or _in_trash(entry.rel) or _format_family(entry.rel) != kind
                     or entry.st.st_size > _COPY_MAX_BYTES):
                 continue
             found = self.model_copy(update={"path": entry.rel, "copies": False}).judge(home, store)
-            if found.passed:
+            if not found.passed:
+                continue
+            if not original:
+                original.append(_words_of(home, self.path))
+            if _is_copy_of(original[0], _words_of(home, entry.rel)):
                 return CheckResult(self.label(), True, f"~/{entry.rel}: {found.detail}", found.value)
         return None
 
@@ -788,6 +794,31 @@ def _private_copy(home: SafeFolder, rel: str) -> Path:
 
 
 _FAMILIES = ({".odt", ".docx"}, {".ods", ".xlsx", ".csv"})
+
+
+_COPY_SHARE = 0.5  # a copy holds at least this share of the original's words
+
+
+def _words_of(home: SafeFolder, rel: str) -> Counter | None:
+    """The words a reader sees in a file (a sheet's cells, a document's paragraphs), normalised and counted;
+    None when it cannot be read (deleted, moved away, not a file)."""
+    from blindact.content import extract, normalize
+
+    try:
+        data = home.read_bytes(rel, _COPY_MAX_BYTES)
+    except OSError:
+        return None
+    return Counter(re.findall(r"[^\s,;|]+", normalize(extract(data, rel).text)))  # a CSV's cells are words too
+
+
+def _is_copy_of(original: Counter | None, candidate: Counter | None) -> bool:
+    """Whether a file is a copy of the original (another name, folder or format of the same document, edited
+    or not): it holds at least half the original's words, counted with their repeats, so an export of a few
+    of a ledger's rows, or another sheet with the same columns, is not. With the original gone (deleted or
+    moved this episode) any file of its kind is."""
+    if not original:
+        return True
+    return candidate is not None and sum((original & candidate).values()) >= _COPY_SHARE * sum(original.values())
 
 
 def _format_family(rel: str) -> frozenset[str]:

@@ -12,9 +12,10 @@ every node (and the desktop packages, or Docker and the image for `--provider do
 `--executor ray --ray-address <head>:6379` (or `auto` on a cluster node). `--workers` is the number
 of desktops across the cluster; `--ray-cpus` the CPUs Ray reserves for each.
 
-`on_step(worker, spec, trajectory)` (the live view, blindact.run.watch) is called by the local
-executor's worker threads after every step; Ray actors run on other processes and nodes and report
-only finished episodes, so under Ray it is never called.
+`on_step(worker, spec, trajectory)` (the live view, blindact.run.watch) is called after every step: by
+the local executor's worker threads, and under Ray by the driver, for the steps the actors put on a
+Ray queue (each the step's tail of the trajectory with its latest screenshot, dropped rather than
+waited for when the driver lags behind).
 """
 
 from __future__ import annotations
@@ -126,16 +127,29 @@ class LocalExecutor:
 
 class EpisodeActor:
     """A Ray actor owning one desktop on its node (wrapped with ray.remote at run time, so importing
-    this module never needs Ray)."""
+    this module never needs Ray). `steps`: a Ray queue the live view's steps go to, or None."""
 
-    def __init__(self, opts: WorkerOptions):
+    def __init__(self, opts: WorkerOptions, number: int = 0, steps=None):
         self.opts = opts
+        self.number = number
+        self.steps = steps
         self.slot = DesktopSlot(opts.provider, opts.provider_options)
+
+    def _stepped(self, spec: EpisodeSpec, trajectory: Trajectory) -> None:
+        from ray.util.queue import Full
+
+        from blindact.run.watch import RECENT
+
+        try:
+            self.steps.put_nowait((self.number, spec.name, trajectory.tail(RECENT)))
+        except Full:
+            pass  # the driver lags behind: a later step shows instead
 
     def run(self, spec: EpisodeSpec) -> EpisodeResult:
         import ray
 
-        result = self.opts.run(spec, self.slot)
+        on_step = functools.partial(self._stepped, spec) if self.steps is not None else None
+        result = self.opts.run(spec, self.slot, on_step=on_step)
         # several Ray nodes may share one machine (and its host name): name the node too
         result.node = f"{result.node}/ray-{ray.get_runtime_context().get_node_id()[:12]}"
         return result
@@ -172,15 +186,23 @@ class RayExecutor:
             on_step: OnStep = None, stop: threading.Event | None = None,
             spend: RunSpend | None = None) -> Iterator[Finished]:
         """`spend` stays here: actors in other processes keep to each episode's budget, and the run's
-        is checked (through `stop`) as their episodes come back. `on_step` is not called: the steps
-        happen in the actors (see the module's docstring)."""
+        is checked (through `stop`) as their episodes come back. `on_step` is called here, for the
+        steps the actors put on the live queue (see the module's docstring)."""
         ray, owns = self._ray()
         stop = stop or threading.Event()
         # SPREAD: one desktop per node before two on any, so a lost node costs the fewest episodes
         actor_cls = ray.remote(num_cpus=self.cpus_per_worker, max_restarts=0, scheduling_strategy="SPREAD")(EpisodeActor)
         todo = list(reversed(specs))
         attempts: dict[str, int] = {}
-        actors = [actor_cls.remote(opts) for _ in range(min(self.workers, len(specs)))]
+        live = self._live_queue() if on_step else None
+        by_name = {s.name: s for s in specs}
+
+        def show_steps() -> None:
+            for number, name, tail in _drain(live):
+                on_step(number, by_name[name], tail)
+
+        actors = [actor_cls.remote(opts, i, live) for i in range(min(self.workers, len(specs)))]
+        number = {a: i for i, a in enumerate(actors)}
         idle = list(actors)
         pending: dict = {}
         try:
@@ -194,6 +216,8 @@ class RayExecutor:
                 if not pending:
                     break
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+                if live is not None:
+                    show_steps()
                 for ref in ready:
                     actor, spec = pending.pop(ref)
                     try:
@@ -201,7 +225,8 @@ class RayExecutor:
                     except ray.exceptions.RayActorError as exc:
                         # the actor's process or node died: a new actor, and the episode again elsewhere
                         actors.remove(actor)
-                        replacement = actor_cls.remote(opts)
+                        replacement = actor_cls.remote(opts, number[actor], live)
+                        number[replacement] = number[actor]
                         actors.append(replacement)
                         idle.append(replacement)
                         if attempts[spec.name] <= self.retries:
@@ -220,8 +245,27 @@ class RayExecutor:
                 pass  # an actor that cannot close cleanly is killed below; its desktop dies with it
             for a in actors:
                 ray.kill(a)
+            if live is not None:
+                live.shutdown()
             if owns:
                 ray.shutdown()
+
+    @staticmethod
+    def _live_queue():
+        from ray.util.queue import Queue
+
+        # no CPU of its own: on a cluster sized to its desktops the queue must not take a desktop's place
+        return Queue(maxsize=200, actor_options={"num_cpus": 0})
+
+
+def _drain(live) -> list:
+    """Whatever the actors have put on the live queue so far, without waiting."""
+    from ray.util.queue import Empty
+
+    try:
+        return live.get_nowait_batch(live.qsize()) if live.qsize() else []
+    except Empty:
+        return []
 
 
 EXECUTORS: dict[str, type] = {"local": LocalExecutor, "ray": RayExecutor}

@@ -80,11 +80,10 @@ class Board:
     # ---------------------------------------------------------------- written by the run
     def stepped(self, worker: int, spec: EpisodeSpec, trajectory: Trajectory) -> None:
         """on_step: references only (the episode waits for this)."""
-        recent = trajectory.steps[-RECENT:]
-        shot = _last_shot(recent)
-        ending = trajectory.result
+        tail = trajectory.tail(RECENT)
+        ending = tail.result
         with self._lock:
-            self._live[worker] = _Live(spec, recent, trajectory.shots.get(shot) if shot else None,
+            self._live[worker] = _Live(spec, tail.steps, next(iter(tail.shots.values()), None),
                                        ending.end if ending is not None else None)
 
     def finished(self, spec: EpisodeSpec, result: EpisodeResult) -> None:
