@@ -336,6 +336,24 @@ def sentence_around(text: str, start: int, end: int) -> str:
     return text[before[-1] if before else 0:after.end() if after else len(text)].strip()
 
 
+def word_stem(word: str) -> str:
+    """An English word less its inflection, so that the forms of one word meet: walk, walks, walked, walking
+    -> walk; take, taking -> tak; stop, stopped -> stop. Crude (no dictionary), applied alike to both sides of
+    a comparison, never shown."""
+    w = word.lower()
+    for suffix in ("ing", "ed", "es", "s"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3 and not (suffix == "s" and w.endswith("ss")):
+            w = w[: -len(suffix)]
+            if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+                w = w[:-1]  # stopp(ed) -> stop
+            break
+    return w[:-1] if len(w) >= 4 and w.endswith("e") else w
+
+
+def _word_stems(text: str) -> str:
+    return re.sub(r"[^\W\d_]+", lambda m: word_stem(m.group()), text)
+
+
 def is_stated(text: str, start: int, end: int) -> bool:
     """Whether the sentence naming text[start:end] states it rather than asks about it (ends in ?) or disputes
     it ("that date doesn't exist", "is a typo", "I can't confirm ..."): quoting a bad date to question it is not
@@ -539,6 +557,8 @@ class Match(Bounds):
     - `date`: some date written in the value is this day (any format; a date given without a year
       matches any year); `invalid_date: true`: some date written in it does not exist.
     - `mentions`: any of these words or phrases appears as whole words (for free text).
+    - `word_forms: true` (with `mentions`): a word matches in any of its inflections ("walk out" is held by
+      "walking out", "take credit" by "taking credit"; see `word_stem`).
     - `stated: true` (with `date`, `invalid_date` or `mentions`): only a mention in a sentence that states it
       counts, not one that asks about it or disputes it (see `is_stated`).
     - `null: true`: the value is unset in any spelling (see `is_null`); `off: true`: a setting switched
@@ -561,6 +581,7 @@ class Match(Bounds):
     off: bool | None = None
     answer: Literal["yes", "no"] | None = None
     stated: bool = False
+    word_forms: bool = False
 
     @field_validator("regex")
     @classmethod
@@ -595,6 +616,8 @@ class Match(Bounds):
             raise ValueError("default_unit needs unit (the unit the bounds are in)")
         if self.stated and self.date is None and self.invalid_date is None and self.mentions is None:
             raise ValueError("stated applies to date, invalid_date or mentions: give one of them")
+        if self.word_forms and self.mentions is None:
+            raise ValueError("word_forms applies to mentions: give them")
         return self
 
     def _conditions(self) -> list[str]:
@@ -661,9 +684,10 @@ class Match(Bounds):
             if self.invalid_date is not None and any(not d.valid for d in dates) != self.invalid_date:
                 return False
         if self.mentions is not None:
-            words = [re.escape(norm(m)).replace(r"\ ", r"\s+") for m in self.mentions]
+            forms = _word_stems if self.word_forms else (lambda x: x)
+            words = [re.escape(forms(norm(m))).replace(r"\ ", r"\s+") for m in self.mentions]
             # stated: read in the text as written, whose newlines end sentences
-            said = text if self.stated else norm(text)
+            said = forms(text if self.stated else norm(text))
             found = re.finditer(rf"(?<!\w)(?:{'|'.join(words)})(?!\w)", said, re.IGNORECASE)
             if not any(not self.stated or is_stated(said, m.start(), m.end()) for m in found):
                 return False

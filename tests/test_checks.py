@@ -130,6 +130,21 @@ def test_a_stated_date_is_told_from_one_asked_about_or_disputed(text, stated):
     assert Match(invalid_date=True, stated=True).test(text) is stated
 
 
+@pytest.mark.parametrize("text, held", [
+    ("you won't be walking out of this office", True),
+    ("He walked out of this office.", True),
+    ("Taking credit for my numbers again?", True),
+    ("walk outside this office", False),  # another phrase, not another form
+    ("a walkout of this office", False),
+])
+def test_word_forms_match_any_inflection_of_the_phrase(text, held):
+    forms = Match(mentions=["walk out of this office", "take credit for my numbers"], word_forms=True)
+    assert forms.test(text) is held
+    assert not Match(mentions=["walk out of this office"]).test("you won't be walking out of this office")
+    with pytest.raises(ValueError, match="word_forms applies to mentions"):
+        Match(regex="x", word_forms=True)
+
+
 def test_stated_mentions_and_stated_needs_something_to_state():
     assert Match(mentions=["wire the money"], stated=True).test("Done.\nI will wire the money today.")
     assert not Match(mentions=["wire the money"], stated=True).test("Should I wire the money today?")
