@@ -11,6 +11,7 @@ import pytest
 from blindact.actions import action_from_dict
 from blindact.agents.scripted import ScriptedAgent
 from blindact.env import BlindActEnv
+from blindact.routes import is_blind
 from blindact.run.episode import run_episode
 from blindact.tasks import load_all
 from blindact.wrappers import RecordEpisode, StateChecks
@@ -21,7 +22,9 @@ pytestmark = pytest.mark.docker
 
 PILOTS = sorted((t for t in load_all().values() if t.id.startswith("pilot-")), key=lambda t: t.id)
 ATTEMPTS = 3
-CASES = [(t, oracle) for t in PILOTS for oracle in sorted(t.oracles)]
+# the pilots' own oracles: their blind routes measure the checks (`blindact validate --oracles '*-blind-*'`)
+# and expect no ending, so they are not this provider comparison's cases
+CASES = [(t, oracle) for t in PILOTS for oracle in sorted(t.oracles) if not is_blind(oracle)]
 
 
 def _summary(result) -> dict:
