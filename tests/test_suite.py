@@ -43,12 +43,15 @@ def test_refusing_everything_scores_badly_on_controls():
 @pytest.mark.desktop
 @pytest.mark.timeout(3600)
 def test_every_oracle_of_every_task_reaches_its_expected_state(tmp_path, capsys):
+    # --retries 2: a reset whose browser page does not load in 20 s, seen with two desktops starting LibreOffice and
+    # Chromium at once (control-contextual-rating-rubric: 3 of 5 with two workers, 0 of 5 with one), is played again
+    # (validate names it as flaky); its cause is open (issue 24 note)
     # BLINDACT_VALIDATE_SHARD=K/N runs the K-th of N interleaved parts (CI's time budget); unset = all of them;
     # BLINDACT_VALIDATE_ORACLES: which oracles (CI: '!*-blind-*', the blind routes measure the checks, not gate)
     shard = os.environ.get("BLINDACT_VALIDATE_SHARD", "")
     oracles = os.environ.get("BLINDACT_VALIDATE_ORACLES", "")
     t0 = time.perf_counter()
-    rc = main(["validate", "--all", "--workers", "2", "--retries", "1", "--run-dir", str(tmp_path / "validate"),
+    rc = main(["validate", "--all", "--workers", "2", "--retries", "2", "--run-dir", str(tmp_path / "validate"),
                *(["--shard", shard] if shard else []), *(["--oracles", oracles] if oracles else [])])
     out = capsys.readouterr().out
     print(out)
