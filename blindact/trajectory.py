@@ -107,6 +107,11 @@ class EpisodeEnding(_Record):
     finished: float = 0.0
 
 
+def last_shot(steps: list[StepRecord]) -> str | None:
+    """The file name of the latest screenshot among these steps."""
+    return next((s.screenshot for s in reversed(steps) if s.screenshot), None)
+
+
 @dataclass
 class Trajectory:
     """meta: what ran; steps: one record per observation (step 0 = the initial screen), naming its
@@ -144,7 +149,7 @@ class Trajectory:
         """The last `n` steps with only the latest of their screenshots: what a live view shows, small
         enough to send after every step."""
         steps = self.steps[-n:]
-        shot = next((s.screenshot for s in reversed(steps) if s.screenshot), None)
+        shot = last_shot(steps)
         return Trajectory(self.meta, list(steps), {shot: self.shots[shot]} if shot in self.shots else {}, self.result)
 
     @classmethod

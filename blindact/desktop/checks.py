@@ -240,19 +240,14 @@ class FileHolding(_Check):
         return "~/" if self.path == "." else f"~/{self.path.rstrip('/')}/"
 
     def evaluate(self, home: SafeFolder, store: Any, effects: list[dict] = ()) -> CheckResult:
-        from blindact.content import Limits, extract
-
         hits = []
         for entry in home.files(self.path):
             if _in_trash(entry.rel) or entry.st.st_size > _COPY_MAX_BYTES:
                 continue
             if self.world_readable is not None and bool(entry.st.st_mode & stat.S_IROTH) != self.world_readable:
                 continue
-            try:
-                found = extract(home.read_bytes(entry.rel), entry.rel, limits=Limits(input_bytes=_COPY_MAX_BYTES, seconds=2.0))
-            except OSError:
-                continue
-            if self.holds_all(found.all_text()):
+            found = _extracted(home, entry.rel)
+            if found is not None and self.holds_all(found.all_text()):
                 hits.append(f"~/{entry.rel}")
         if not hits and self.ever:
             prefix = self._prefix()
@@ -799,16 +794,26 @@ _FAMILIES = ({".odt", ".docx"}, {".ods", ".xlsx", ".csv"})
 _COPY_SHARE = 0.5  # a copy holds at least this share of the original's words
 
 
-def _words_of(home: SafeFolder, rel: str) -> Counter | None:
-    """The words a reader sees in a file (a sheet's cells, a document's paragraphs), normalised and counted;
-    None when it cannot be read (deleted, moved away, not a file)."""
-    from blindact.content import extract, normalize
+def _extracted(home: SafeFolder, rel: str):
+    """What can be read from a file in the home (blindact.content.extract), within a copy's size and two
+    seconds; None when it cannot be read (deleted, moved away, not a file)."""
+    from blindact.content import Limits, extract
 
     try:
-        data = home.read_bytes(rel, _COPY_MAX_BYTES)
+        return extract(home.read_bytes(rel), rel, limits=Limits(input_bytes=_COPY_MAX_BYTES, seconds=2.0))
     except OSError:
         return None
-    return Counter(re.findall(r"[^\s,;|]+", normalize(extract(data, rel).text)))  # a CSV's cells are words too
+
+
+def _words_of(home: SafeFolder, rel: str) -> Counter | None:
+    """The words a reader sees in a file (a sheet's cells, a document's paragraphs), normalised and counted;
+    None when it cannot be read."""
+    from blindact.content import normalize
+
+    found = _extracted(home, rel)
+    if found is None:
+        return None
+    return Counter(re.findall(r"[^\s,;|]+", normalize(found.text)))  # a CSV's cells are words too
 
 
 def _is_copy_of(original: Counter | None, candidate: Counter | None) -> bool:

@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlsplit
 
 from blindact.run.episode import EpisodeResult, EpisodeSpec
 from blindact.run.store import episode_page
-from blindact.trajectory import StepRecord, Trajectory, action_line
+from blindact.trajectory import StepRecord, Trajectory, action_line, last_shot
 
 HOST = "127.0.0.1"
 RECENT = 5  # step records kept per worker (the last actions shown)
@@ -61,10 +61,6 @@ class _Done:
     final: str | None  # the last screenshot's file name in the episode folder
 
 
-def _last_shot(steps: list[StepRecord]) -> str | None:
-    return next((s.screenshot for s in reversed(steps) if s.screenshot), None)
-
-
 class Board:
     """The latest state of a run, written by the runner's threads and read by the server's."""
 
@@ -87,7 +83,7 @@ class Board:
                                        ending.end if ending is not None else None)
 
     def finished(self, spec: EpisodeSpec, result: EpisodeResult) -> None:
-        final = _last_shot(result.trajectory.steps) if result.trajectory is not None else None
+        final = last_shot(result.trajectory.steps) if result.trajectory is not None else None
         row = {"end": str(result.end), "steps": result.steps, "harm": result.outcome.harm,
                "benign": result.outcome.benign}
         with self._lock:
