@@ -145,8 +145,10 @@ def cmd_replay(args) -> int:
 
 
 # ------------------------------------------------------------------------------------------ (c) briefs
-def _action_text(action: dict, seen_before: str) -> str:
+def _action_text(action: dict, seen_before: str, last: bool = True) -> str:
     kind = action["type"]
+    if kind == "ask_user" and not last:
+        return "ask the user in the middle of the episode: " + json.dumps(action.get("question", ""), ensure_ascii=False)
     if kind == "click":
         _windows, nodes = parse_tree_text(seen_before)
         # the smallest named element under the point: the button, not the window behind it
@@ -175,8 +177,8 @@ def brief_episode(ep) -> dict:
         tree = trim_tree(s.get("accessibility_tree", ""), 700)
         planned = ep.played[i - 1] if ep.played and i - 1 < len(ep.played) else i - 1
         steps.append({
-            "n": i, "actions": "; ".join(_action_text(a, ep.steps[i - 1].get("accessibility_tree", ""))
-                                         for a in s["actions"]),
+            "n": i, "actions": "; ".join(_action_text(a, ep.steps[i - 1].get("accessibility_tree", ""),
+                                                      last=i == len(ep.steps) - 1) for a in s["actions"]),
             "relook": planned is None, "error": s.get("action_error") or "", "user_reply": s.get("user_reply") or "",
             "screen": None if tree == last else tree, "same_as": shown})
         if tree != last:
@@ -192,27 +194,37 @@ def brief_episode(ep) -> dict:
             "fixed_question": row["construction"] == "ask_then_complete"}
 
 
-def render_brief(voice: str, episodes: list, part: int, parts: int) -> str:
+def render_brief(voice: str, episodes: list, part: int) -> str:
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     return env.from_string(TEMPLATE.read_text()).render(
-        voice=voice, part=part, parts=parts, episodes=[brief_episode(e) for e in episodes],
+        voice=voice, part=part, episodes=[brief_episode(e) for e in episodes],
         plain_words_list="refuse, decline, won't, will not, cannot, can't, should not, must not, harm, unsafe, "
                          "danger, risk, sorry, apologise, ask, confirm, are you sure, not sure, instead")
 
 
 def cmd_briefs(args) -> int:
+    """Brief the episodes whose replays exist and that no brief holds yet, in new parts after the existing
+    ones (each part's keys are kept beside it in part-NN.keys), so writers can start while replays go on;
+    `--fresh` rebuilds every part."""
     _replays, rows = read_plan(args.out)
     episodes = load_episodes(rows, Path(args.out) / "replays")
     ready = [e for e in episodes.values() if e.replay_dir is not None]
     for voice in [v for v in VOICES if not args.voice or v == args.voice]:
-        mine = [e for e in ready if e.row["voice"] == voice]
         folder = Path(args.out) / "briefs" / voice
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
+        if args.fresh:
+            shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        briefed = {k for f in folder.glob("part-*.keys") for k in f.read_text().split()}
+        mine = [e for e in ready if e.row["voice"] == voice and e.row["key"] not in briefed]
+        first = len(list(folder.glob("part-*.keys"))) + 1
         parts = [mine[i:i + args.per_part] for i in range(0, len(mine), args.per_part)]
-        for n, chunk in enumerate(parts, 1):
-            (folder / f"part-{n:02d}.md").write_text(render_brief(voice, chunk, n, len(parts)))
-        print(f"{voice}: {len(mine)} episodes with replays, in {len(parts)} briefs under {folder}")
+        if parts and len(parts[-1]) < args.per_part and len(ready) < len(episodes) and not args.flush:
+            parts.pop()  # a short last part waits for more replays (or --flush)
+        for n, chunk in enumerate(parts, first):
+            (folder / f"part-{n:02d}.md").write_text(render_brief(voice, chunk, n))
+            (folder / f"part-{n:02d}.keys").write_text("".join(e.row["key"] + "\n" for e in chunk))
+        print(f"{voice}: {sum(map(len, parts))} newly briefed episodes in {len(parts)} new parts under {folder} "
+              f"({len(briefed)} briefed before)")
     missing = len(episodes) - len(ready)
     if missing:
         print(f"{missing} planned episodes have no replay yet (not briefed); run `replay` first")
@@ -231,9 +243,16 @@ def cmd_check(args) -> int:
         print(f"{path}: {len(good)} valid rows, {len(bad)} problems")
     for p in problems[:200]:
         print(p)
-    over = overused_phrases(valid) if len(valid) >= 50 else []
+    # the merge refuses a phrase in more than 2% of the whole set: counted against the planned size, so that
+    # names every writer must use (a file, a contact) are not flagged while few files are written; a phrase
+    # already on course to pass the limit (2% of what is written, and in 6 episodes or more) is named too
+    over = overused_phrases(valid, out_of=len(episodes))
+    on_course = [(p, c) for p, c in overused_phrases(valid) if c >= 6 and (p, c) not in over]
     for phrase, count in over[:30]:
-        print(f"phrase {phrase!r} is in {count} of {len(valid)} episodes' thoughts (more than 2%): vary it")
+        print(f"phrase {phrase!r} is in {count} episodes' thoughts, more than 2% of the {len(episodes)} planned: vary it")
+    for phrase, count in on_course[:30]:
+        print(f"phrase {phrase!r} is in {count} of the {len(valid)} episodes written so far (on course to pass 2%): "
+              "vary it where it is a stock phrase, not a name from the screen")
     return 2 if problems else (1 if over else 0)
 
 
@@ -353,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("briefs", help="(c) one brief per voice (in parts) for the episodes whose replays exist")
     p.add_argument("--voice", choices=VOICES)
     p.add_argument("--per-part", type=int, default=36, help="episodes per brief file (default 36)")
+    p.add_argument("--fresh", action="store_true", help="rebuild every part (default: brief only what no part holds)")
+    p.add_argument("--flush", action="store_true", help="brief a short last part too (it waits for more replays by default)")
     p.set_defaults(func=cmd_briefs)
     p = sub.add_parser("check", help="(b) check voice files: exit 2 on problems, 1 on overused phrases")
     p.add_argument("files", nargs="+")

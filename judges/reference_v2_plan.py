@@ -233,8 +233,13 @@ class Routes:
         return _acting(self.bgd[:c])
 
     def harmful_command(self) -> int | None:
-        """The first command the BGD route types (text ending in Enter) that the safe route never types."""
-        safe = [s.model_dump() for s in self.safe]
+        """The committing step when it is a typed command (text ending in Enter); else the first command the BGD
+        route types that the safe route never types. (Not simply the first such command: a route may look
+        around with commands of its own, `pgrep` before `kill -9`, and abandoning a look is not intending harm.)"""
+        commit, safe = self.bgd[self.commit], [s.model_dump() for s in self.safe]
+        if (commit.type == "type" and commit.action_fields().get("text", "").endswith("\n")
+                and self.commit >= self.split and commit.model_dump() not in safe):
+            return self.commit
         return next((i for i in range(self.split, len(self.bgd)) if self.bgd[i].type == "type"
                      and self.bgd[i].action_fields()["text"].endswith("\n")
                      and self.bgd[i].model_dump() not in safe), None)
@@ -394,7 +399,9 @@ def harm_cues(r: Routes) -> list[str]:
     safe_texts = [s.action_fields()["text"].strip() for s in safe if s.type == "type"]
     safe_dumps = [s.model_dump() for s in safe]
     typed = [_describe(s, safe_texts) for s in r.bgd[r.split:] if s.type == "type" and s.model_dump() not in safe_dumps]
-    typed = sorted(set(typed), key=len, reverse=True)
+    # deduplicated in route order, then longest first (a stable sort: equal lengths keep the route's order, so the
+    # plan does not depend on the interpreter's string hashing)
+    typed = sorted(dict.fromkeys(typed), key=len, reverse=True)
     commit = _describe(r.bgd[r.commit], safe_texts)
     return typed + ([commit] if commit not in typed else [])
 
@@ -431,7 +438,10 @@ def _facts(replay: PlannedReplay) -> dict:
     if r is None:
         return {"commit": "-", "harm": "-", "cues": [], "beat": "-", "route": replay.route}
     cues = harm_cues(r)
-    return {"commit": r.commit + 1, "harm": cues[0], "cues": cues, "beat": len(r.look()), "route": replay.route}
+    # the step a reason names: the committing step, or for an abandoned command the step that typed it
+    # (`_acting` drops only the ending, so a route's step i is the replay's step i + 1)
+    step = r.harmful_command() if replay.kind.name == "type_then_abandon" else r.commit
+    return {"commit": step + 1, "harm": cues[0], "cues": cues, "beat": len(r.look()), "route": replay.route}
 
 
 def plan(tasks: list[Task]) -> list[PlannedReplay]:

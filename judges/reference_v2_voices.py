@@ -200,9 +200,10 @@ def check_file(path: Path, episodes: dict[str, Episode]) -> tuple[list[dict], li
 
 
 def overused_phrases(thoughts_by_episode: dict[str, list[str]], *, n: int = PHRASE_N,
-                     share: float = PHRASE_SHARE) -> list[tuple[str, int]]:
+                     share: float = PHRASE_SHARE, out_of: int | None = None) -> list[tuple[str, int]]:
     """Word n-grams (within one thought) found in more than `share` of the episodes (and in two at least: one
-    episode's own words are not a repeated phrase), most frequent first."""
+    episode's own words are not a repeated phrase), most frequent first. `out_of`: the number of episodes the
+    share is taken of (default: those given; while the set is being written, the planned size)."""
     counts: Counter = Counter()
     for thoughts in thoughts_by_episode.values():
         grams = set()
@@ -210,5 +211,5 @@ def overused_phrases(thoughts_by_episode: dict[str, list[str]], *, n: int = PHRA
             w = _words(t)
             grams.update(" ".join(w[i:i + n]) for i in range(len(w) - n + 1))
         counts.update(grams)
-    limit = max(share * len(thoughts_by_episode), 1)
+    limit = max(share * (out_of or len(thoughts_by_episode)), 1)
     return [(g, c) for g, c in counts.most_common() if c > limit]

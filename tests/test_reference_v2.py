@@ -56,6 +56,19 @@ def test_the_plan_covers_every_bgd_task_and_twin_with_at_least_900_episodes(plan
     assert not [r.replay for r in planned if "-blind-" in r.route], "a replay built on a blind route"
 
 
+def test_the_plan_on_file_is_the_plan_of_the_task_files(planned):
+    """The replays and briefs were made from plan/*.jsonl: it must be what plan() gives now, field for field
+    (a plan that drifted with the interpreter's string hashing once named one step in a brief and another in
+    the next; an edited route must be re-planned before its replays are trusted)."""
+    _replays, rows = v2.read_plan(JUDGES / "reference_v2")
+    on_file = {r["key"]: r for r in rows}
+    for r in planned:
+        for e in r.episodes:
+            row = on_file[e["key"]]
+            assert {k: row[k] for k in e} == e, e["key"]
+    assert len(on_file) == sum(len(r.episodes) for r in planned)
+
+
 def test_the_plans_labels_are_balanced_against_the_shortcuts(planned):
     """Neither the harm check, nor the ending, nor the length gives the intention label away by design: half
     the intention-yes episodes did no harm, both labels end in done and in fail, and the same actions carry
@@ -200,7 +213,7 @@ def mini_announce_step(mini: Path) -> int:
 def test_the_brief_shows_the_trajectory_and_the_construction_but_no_check(mini):
     _replays, rows = v2.read_plan(mini)
     episodes = v2.load_episodes(rows, mini / "replays")
-    text = v2.render_brief("terse", [episodes[rows[0]["key"]]], 1, 1)
+    text = v2.render_brief("terse", [episodes[rows[0]["key"]]], 1)
     episode = load_episode(mini / "replays" / rows[0]["replay"])
     assert episode["meta"]["instruction"] in text and "Construction: announce_then_stop." in text
     assert f"**Step {rows[0]['announce_step']}**" in text and "announce here" in text
