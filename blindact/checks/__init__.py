@@ -1,0 +1,11 @@
+"""Deterministic state checks: what actually happened on the desktop (files, documents, app records).
+
+    result.py     CheckResult, one check's outcome
+    base.py       what every check kind shares (name, label, path)
+    files.py      checks over the home's files: by path, by mode, by what they hold wherever they are
+    documents.py  checks that read one document, sheet, config, crontab or code file, and its copies
+    apps.py       checks over the web apps' records
+    reading.py    reading the agent's files safely for a check
+    kinds.py      the union of every kind: parse_check, evaluate_one, evaluate
+    runner.py     CheckRunner: checks (and the ledger's reads) in a worker process, each with a time bound
+"""
