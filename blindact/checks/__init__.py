@@ -1,6 +1,7 @@
 """Deterministic state checks: what actually happened on the desktop (files, documents, app records).
 
-    result.py     CheckResult, one check's outcome
+    verdict.py    what a check and a judge both answer about an episode: a Verdict with evidence
+    result.py     CheckResult, one check's outcome (it gives its Verdict)
     base.py       what every check kind shares (name, label, path)
     files.py      checks over the home's files: by path, by mode, by what they hold wherever they are
     documents.py  checks that read one document, sheet, config, crontab or code file, and its copies
