@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from blindact.desktop.checks import parse_check
+from blindact.checks.kinds import parse_check
 from blindact.tasks import Task, load_all, subcategories
 
 FORMATS = ("jsonl", "parquet")

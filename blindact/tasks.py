@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from blindact.actions import ActionError, action_from_dict
-from blindact.desktop.checks import parse_check
+from blindact.checks.kinds import parse_check
 from blindact.routes import RouteFileError, as_oracles, read_routes, routes_dir
 from blindact.desktop.setup import parse_setup_step
 from blindact.task_files import PATTERNS, task_files, task_ids, tasks_dir  # noqa: F401 - task_ids: part of this module's API

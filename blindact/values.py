@@ -7,7 +7,7 @@ in digits or words ("1.5k", "2 million", "twelve hundred"); dates in any common 
 dates kept and flagged ("2025-04-31", "29 February 2025"); booleans and nulls in every config format's
 spellings ("off", "n", "~", "NULL"); a person's yes or no in all its forms ("nope", "I do not", "❌", and
 "not known" being neither); and where a value stands against a limit (at it, or beyond it). Used by
-blindact.desktop.checks and by the apps' event queries, so a file and an app's state are judged by the
+blindact.checks and by the apps' event queries, so a file and an app's state are judged by the
 same rules.
 """
 

@@ -20,7 +20,8 @@ from typing import Any
 import gymnasium as gym
 
 from blindact.agents.base import AgentTurn
-from blindact.desktop.base import CheckResult, DesktopError
+from blindact.checks.result import CheckResult
+from blindact.desktop.base import DesktopError
 from blindact.endings import End
 from blindact.imaging import encode_png
 from blindact.trajectory import Trajectory

@@ -166,7 +166,7 @@ def test_the_ledger_records_a_sent_mail_with_what_its_attachment_says(fresh, pag
     holding its recipients and the text of its attachment (a .docx here), read in the worker process."""
     import docx
 
-    from blindact.desktop.check_runner import CheckRunner
+    from blindact.checks.runner import CheckRunner
     from blindact.desktop.ledger import Ledger
 
     doc = docx.Document()

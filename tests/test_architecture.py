@@ -17,7 +17,7 @@ LAYERS = [
      "content", "stats",
      "prices"),
     ("actions",),
-    ("apps", "desktop"),
+    ("apps", "desktop", "checks"),
     ("tasks", "trajectory", "routes"),
     ("llm", "agents"),
     ("env", "wrappers"),

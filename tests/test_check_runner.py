@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from blindact.desktop.check_runner import CheckRunner
-from blindact.desktop.checks import parse_check
+from blindact.checks.runner import CheckRunner
+from blindact.checks.kinds import parse_check
 
 
 def _run(runner: CheckRunner, checks: list[dict]):

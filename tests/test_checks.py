@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from blindact.apps.base import COMMON_QUERIES
-from blindact.desktop.checks import evaluate, parse_check
+from blindact.checks.kinds import evaluate, parse_check
 from blindact.desktop.office import DocumentSpec, MarginComment, SheetSpec, SpreadsheetSpec, TrackedChange, write_document, write_spreadsheet
 from blindact.values import Match, find_dates, quantity_in
 
@@ -580,7 +580,7 @@ def test_file_holding_finds_content_under_any_name_format_or_archive_and_its_abs
     assert evaluate([gone], tmp_path, None)[0].passed
     # it passed through Shared at some step (the ledger's effect), then left: `ever` still counts it
     effect = {"kind": "file", "op": "moved", "path": "~/Shared/lease.pdf", "text": lease, "mode": 0o644}
-    from blindact.desktop.checks import evaluate_one
+    from blindact.checks.kinds import evaluate_one
     from blindact.desktop.safefs import SafeFolder
 
     assert not evaluate_one(check, SafeFolder(tmp_path), None, [effect]).passed
@@ -588,7 +588,7 @@ def test_file_holding_finds_content_under_any_name_format_or_archive_and_its_abs
 
 
 def test_app_holding_reads_what_was_sent_posted_or_shared_not_a_replys_quote():
-    from blindact.desktop.checks import evaluate_one
+    from blindact.checks.kinds import evaluate_one
     from blindact.desktop.safefs import SafeFolder
 
     threat = "I saw you and Daniel Roth at the Harbour Hotel"

@@ -10,7 +10,7 @@ import pytest
 
 from blindact.actions import action_from_dict
 from blindact.agents.scripted import locate
-from blindact.desktop.checks import evaluate
+from blindact.checks.kinds import evaluate
 from blindact.desktop.sandbox import bwrap_problem
 from blindact.tasks import Target
 

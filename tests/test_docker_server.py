@@ -16,7 +16,8 @@ import pytest
 
 from blindact.actions import ActionError, action_from_dict
 from blindact.apps.threaded import uvicorn_in_thread
-from blindact.desktop.base import CheckResult, DesktopError, ResetTiming, SetupError, perform_step
+from blindact.checks.result import CheckResult
+from blindact.desktop.base import DesktopError, ResetTiming, SetupError, perform_step
 from blindact.desktop.docker_provider import DockerDesktop
 from blindact.desktop.remote import RemoteDesktop
 from blindact.desktop.server import DesktopRunner, create_app

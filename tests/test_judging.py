@@ -219,6 +219,7 @@ def test_three_judges_vote_by_majority_and_two_judges_report_ties(fake_api, run_
 
 
 def test_state_agreement_counts_and_lists_disagreements(run_dir, tmp_path):
+    from blindact.checks.verdict import Exhibit, Verdict
     from blindact.judging.verdict import Judgement
 
     rows = []
@@ -246,8 +247,9 @@ def test_state_agreement_counts_and_lists_disagreements(run_dir, tmp_path):
     # po = 0.6; pe = 0.4*0.4 + 0.6*0.6 = 0.52; kappa = 0.08 / 0.48
     assert s.kappa == pytest.approx(1 / 6)
     assert [d["episode"] for d in s.disagreements] == ["e1", "e4"]
-    assert s.disagreements[0] == {"episode": "e1", "task_id": "t", "pattern": "contextual", "state_harm": True,
-                                  "judge_completion": False, "rationale": "r1"}
+    assert s.disagreements[0] == {"episode": "e1", "task_id": "t", "pattern": "contextual",
+                                  "state": Verdict("harm", True, (), "state"),
+                                  "judge": Verdict("bgd_completion", False, (Exhibit("r1"),), "openai:x")}
 
 
 def test_state_agreement_on_a_real_judged_run(fake_api, run_dir):

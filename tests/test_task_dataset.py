@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from blindact.cli import main
-from blindact.desktop.checks import parse_check
+from blindact.checks.kinds import parse_check
 from blindact.task_dataset import FIELDS, schema_table
 from blindact.tasks import get_task, load_all
 

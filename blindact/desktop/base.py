@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from blindact.actions import Action, ActionError
+from blindact.checks.result import CheckResult
 
 
 class DesktopError(RuntimeError):
@@ -22,24 +23,6 @@ class DesktopError(RuntimeError):
 
 class SetupError(DesktopError):
     """A task's setup step could not be applied."""
-
-
-@dataclass
-class CheckResult:
-    """The outcome of one deterministic state check. `error` is set when the check could not run at
-    all (it crashed, or overran its time bound): `passed` is then False and means nothing."""
-
-    name: str
-    passed: bool
-    detail: str = ""
-    value: object = None
-    error: str = ""
-
-    def to_dict(self) -> dict:
-        out = {"name": self.name, "passed": self.passed, "detail": self.detail, "value": self.value}
-        if self.error:
-            out["error"] = self.error
-        return out
 
 
 @dataclass

@@ -41,7 +41,8 @@ import httpx
 import numpy as np
 
 from blindact.actions import Action
-from blindact.desktop.base import CheckResult, DesktopError, Observed, ResetTiming, SetupError
+from blindact.checks.result import CheckResult
+from blindact.desktop.base import DesktopError, Observed, ResetTiming, SetupError
 from blindact.desktop.docker_engine import DEFAULT_IMAGE, LABEL, docker_client, image_exists
 from blindact.desktop.remote import RemoteDesktop
 

@@ -13,7 +13,7 @@ Cheap enough for every step: a walk of the agent's folders that stats, never rea
 stat of each app's state file, reading its log only when it changed; one pass over /proc.
 
 The effects of a step are recorded with it (steps.jsonl), shown in the trajectory viewer, and given to
-the state checks that read what happened rather than only how things ended (blindact.desktop.checks).
+the state checks that read what happened rather than only how things ended (blindact.checks).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class _Entry:
 class Ledger:
     """One desktop's ledger. `roots`: (label, folder) pairs the agent can write ("~" for its home);
     `store`: the web apps' state (or None); `agent_pids`: the agent's processes now; `worker`: reads files
-    and the apps' event logs (blindact.desktop.check_runner.CheckRunner, in its own process, time-bounded)."""
+    and the apps' event logs (blindact.checks.runner.CheckRunner, in its own process, time-bounded)."""
 
     roots: list[tuple[str, Path]]
     store: Any

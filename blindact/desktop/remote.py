@@ -21,7 +21,8 @@ import numpy as np
 from PIL import Image
 
 from blindact.actions import Action, ActionError, action_to_dict
-from blindact.desktop.base import CheckResult, DesktopError, Observed, ResetTiming, SetupError
+from blindact.checks.result import CheckResult
+from blindact.desktop.base import DesktopError, Observed, ResetTiming, SetupError
 
 OnBroken = Callable[[str, Exception], DesktopError]
 

@@ -18,12 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from blindact.actions import Action, ActionError
-from blindact.desktop import checks as state_checks
+from blindact.checks.kinds import parse_check
+from blindact.checks.result import CheckResult
+from blindact.checks.runner import CheckRunner
 from blindact.desktop.browser import Browser, CDPError, CDPPipe
-from blindact.desktop.check_runner import CheckRunner
 from blindact.desktop.connector import Connector, SocketPolicy
 from blindact.desktop.ledger import Ledger
-from blindact.desktop.base import CheckResult, DesktopError, Observed, ResetTiming, SetupError, perform_step
+from blindact.desktop.base import DesktopError, Observed, ResetTiming, SetupError, perform_step
 from blindact.desktop.controller import Controller, _bgra_to_rgb
 from blindact.desktop.procs import Proc, spawn, wait_for
 from blindact.desktop.safefs import SafeFolder
@@ -860,7 +861,7 @@ class DesktopSession:
         self.settle(max_wait=1.0)
 
     def run_checks(self, checks: list[dict]) -> list[CheckResult]:
-        labels = [state_checks.parse_check(raw).label() for raw in checks]
+        labels = [parse_check(raw).label() for raw in checks]
         if self._checks is None:
             raise DesktopError("the desktop is not started")
         return self._checks.run(checks, labels, self.ledger.effects if self.ledger else [])

@@ -33,11 +33,10 @@ def _field_table(field: str, rows: list[tuple[bool, Judgement]], n_boot: int, se
     them all; a judge tie or an unjudged episode is counted and named, never dropped from n. The
     kappa, F1 and their CIs are over the decided ones (CIs resample tasks); `accuracy_all` counts
     ties and unjudged episodes as errors, a lower bound."""
-    decided = [(ref, getattr(v, field), v) for ref, v in rows if v.judged and getattr(v, field) is not None]
+    decided = [(ref, v.verdict(field).holds, v) for ref, v in rows if v.verdict(field).decided]
     ties = sorted(v.episode for _ref, v in rows if field in v.ties)
     out: dict = {"n": len(rows), "n_decided": len(decided), "ties": ties,
-                 "unjudged": sorted(v.episode for ref, v in rows
-                                    if (not v.judged or getattr(v, field) is None) and field not in v.ties)}
+                 "unjudged": sorted(v.episode for ref, v in rows if not v.verdict(field).decided and field not in v.ties)}
     if decided:
         agreement = binary_agreement([d[0] for d in decided], [d[1] for d in decided], n_boot=n_boot, seed=seed,
                                      clusters=[d[2].task_id for d in decided]).to_dict()
@@ -58,8 +57,8 @@ def _versus(a: list[bool], b: list[bool]) -> dict:
 def _side_by_side(field: str, rows: list[tuple[bool, Judgement]]) -> dict:
     """On the same episodes (reference known, judge decided, state known): the judge against the
     reference, the judge against the state's harm outcome, and the state against the reference."""
-    same = [(ref, getattr(v, field), v.state_harm) for ref, v in rows
-            if v.judged and getattr(v, field) is not None and v.state_harm is not None]
+    verdicts = [(ref, v.verdict(field), v.state_verdict()) for ref, v in rows]
+    same = [(ref, said.holds, state.holds) for ref, said, state in verdicts if said.decided and state.decided]
     ref, judge, state = ([x[i] for x in same] for i in range(3))
     return {"n": len(same), "judge_vs_reference": _versus(ref, judge), "judge_vs_state": _versus(state, judge),
             "state_vs_reference": _versus(ref, state)}

@@ -83,8 +83,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
             if not r.judged:
                 err.print(f"[yellow]unjudged[/yellow] {slug} {r.episode}: {r.error}")
         for d in state_agreement(run_dir, slug).disagreements:
-            console.print(f"[magenta]state disagreement[/magenta] {slug} {d['episode']}: state harm={d['state_harm']}, "
-                          f"judge completion={d['judge_completion']} — {d['rationale'][:200]}")
+            console.print(f"[magenta]state disagreement[/magenta] {slug} {d['episode']}: "
+                          f"{d['state'].describe()} | {d['judge'].describe()}")
     tied = judge_ties(run_dir)
     if tied:
         console.print(f"[magenta]to adjudicate[/magenta]: the judges tied on {len(tied)} trajectories (fields left null); "

@@ -148,7 +148,8 @@ def judge_ties(run_dir: Path) -> dict[str, dict[str, list[str]]]:
 
 @dataclass
 class StateAgreement:
-    """How often a judge's completion verdict matches the deterministic harm checks."""
+    """How often a judge's completion verdict matches the deterministic harm checks. Each disagreement
+    names its episode and holds the two verdicts (`state`, `judge`: blindact.checks.verdict.Verdict)."""
 
     judge: str
     n_episodes: int
@@ -175,17 +176,17 @@ def state_agreement(run_dir: Path, judge: str) -> StateAgreement:
     pairs, disagreements = [], []
     unjudged = no_state = 0
     for j in records:
-        if not j.judged or j.bgd_completion is None:
+        state, said = j.state_verdict(), j.verdict("bgd_completion")
+        if not said.decided:
             unjudged += 1
             continue
-        if j.state_harm is None:
+        if not state.decided:
             no_state += 1
             continue
-        pairs.append((j.state_harm, j.bgd_completion))
-        if j.state_harm != j.bgd_completion:
+        pairs.append((state.holds, said.holds))
+        if state.holds != said.holds:
             disagreements.append({"episode": j.episode, "task_id": j.task_id, "pattern": j.pattern,
-                                  "state_harm": j.state_harm, "judge_completion": j.bgd_completion,
-                                  "rationale": j.rationale})
+                                  "state": state, "judge": said})
     state = [p[0] for p in pairs]
     judged = [p[1] for p in pairs]
     kappa = cohen_kappa(state, judged) if pairs else float("nan")

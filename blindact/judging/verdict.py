@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from blindact.checks.verdict import STATE, Exhibit, Verdict
+
 
 class BGDVerdict(BaseModel):
     """Strict: a boolean must be a JSON boolean (not "true", 1 or "yes"), a step an integer, and every
@@ -135,6 +137,21 @@ class Judgement(BaseModel):
     @property
     def judged(self) -> bool:
         return self.status == "judged"
+
+    def verdict(self, field: str) -> Verdict:
+        """This judge's answer to one field (`bgd_intention`, `bgd_completion`, `over_refusal`) as a verdict:
+        undecided when the episode went unjudged, the judges tied on it or it does not apply; its evidence
+        the rationale, seen at `first_bgd_step` (for the BGD fields)."""
+        if field not in VOTED:
+            raise ValueError(f"{field!r} is not a judge's verdict field; those are {', '.join(VOTED)}")
+        step = self.first_bgd_step if field.startswith("bgd") else None
+        evidence = (Exhibit(self.rationale, step),) if self.rationale or step is not None else ()
+        return Verdict(field, getattr(self, field) if self.judged else None, evidence, self.judge)
+
+    def state_verdict(self) -> Verdict:
+        """The state checks' harm outcome of the same episode, as copied into this record when it was judged
+        (undecided where a harm check could not run, or nothing was copied)."""
+        return Verdict("harm", self.state_harm, (), STATE)
 
 
 VOTED = ("bgd_intention", "bgd_completion", "over_refusal")

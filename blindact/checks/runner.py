@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from blindact.desktop.base import CheckResult
+from blindact.checks.result import CheckResult
 
 DEFAULT_ITEM_TIMEOUT = 10.0
 DEFAULT_MEMORY_BYTES = 2 << 30
@@ -50,7 +50,7 @@ class CheckRunner:
         """Start the worker now (it imports while the desktop starts); idempotent."""
         if self._proc is not None and self._proc.poll() is None:
             return
-        argv = [sys.executable, "-m", "blindact.desktop.check_runner", "--home", str(self.home)]
+        argv = [sys.executable, "-m", "blindact.checks.runner", "--home", str(self.home)]
         if self.state_dir is not None:
             argv += ["--state", str(self.state_dir)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -187,7 +187,7 @@ def _extracted(root: str, rel: str) -> dict:
 
 
 def _serve(home: Path, state: Path | None) -> int:
-    from blindact.desktop.checks import evaluate_one
+    from blindact.checks.kinds import evaluate_one
     from blindact.desktop.safefs import SafeFolder
 
     store = None
