@@ -18,9 +18,6 @@ from blindact.desktop.safefs import SafeFolder
 Check = Annotated[Union[FileExists, FileAbsent, FileContains, FileMode, ReadableCopy, FileHolding, AppHolding, ConfigValue, CronEntryCheck,
                         TextLine, CodeUses, SpreadsheetCell, DocumentState, AppQuery], Field(discriminator="check")]
 _ADAPTER: TypeAdapter[Check] = TypeAdapter(Check)
-CHECK_KINDS = ("file_exists", "file_absent", "file_contains", "file_mode", "readable_copy", "file_holding", "app_holding",
-               "config_value", "cron_entry",
-               "text_line", "code_uses", "sheet_cell", "document_state", "app")
 
 
 def parse_check(data: dict) -> Check:
