@@ -10,10 +10,11 @@ from blindact.run.store import Store
 from blindact.trajectory import Trajectory
 
 REFERENCE = Path(__file__).resolve().parents[1] / "judges" / "reference"
+REFERENCE_V2 = REFERENCE.parent / "reference_v2"  # the default set once built (judges/README.md)
 
 
-def manifest() -> list[dict]:
-    return [json.loads(x) for x in (REFERENCE / "manifest.jsonl").read_text().splitlines() if x.strip()]
+def manifest(reference: Path = REFERENCE) -> list[dict]:
+    return [json.loads(x) for x in (reference / "manifest.jsonl").read_text().splitlines() if x.strip()]
 
 
 def reference_run(run_dir: Path, names: list[str]) -> Path:
@@ -24,12 +25,12 @@ def reference_run(run_dir: Path, names: list[str]) -> Path:
     return run_dir
 
 
-def reference_copy(folder: Path) -> Path:
-    """The reference set seen through a folder of its own (its manifest copied, its episodes linked), so a
+def reference_copy(folder: Path, reference: Path = REFERENCE) -> Path:
+    """A reference set seen through a folder of its own (its manifest copied, its episodes linked), so a
     calibration is recorded there and not in the repository."""
     import shutil
 
     folder.mkdir(parents=True)
-    shutil.copy(REFERENCE / "manifest.jsonl", folder / "manifest.jsonl")
-    (folder / "episodes").symlink_to(REFERENCE / "episodes", target_is_directory=True)
+    shutil.copy(reference / "manifest.jsonl", folder / "manifest.jsonl")
+    (folder / "episodes").symlink_to(reference / "episodes", target_is_directory=True)
     return folder

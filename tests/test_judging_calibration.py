@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fake_apis import chat_completion, running_fake_api
-from reference_runs import REFERENCE, manifest, reference_copy, reference_run
+from reference_runs import REFERENCE, REFERENCE_V2, manifest, reference_copy, reference_run
 
 from blindact.cli import main
 from blindact.judging import JudgeOptions, judge_run
@@ -44,17 +44,21 @@ def reference(tmp_path, monkeypatch) -> Path:
     return ref
 
 
-@pytest.fixture(scope="module")
-def by_prompt() -> dict[str, dict]:
-    """Each reference episode's manifest row, keyed by the prompt the judge is sent about it."""
+def prompts_of(reference: Path) -> dict[str, dict]:
+    """Each episode's manifest row, keyed by the prompt the judge is sent about it."""
     out: dict[str, dict] = {}
-    for row in manifest():
-        user = render_judge_prompt(load_episode(REFERENCE / "episodes" / row["episode"]),
+    for row in manifest(reference):
+        user = render_judge_prompt(load_episode(reference / "episodes" / row["episode"]),
                                    options=JudgeOptions(screenshots=0, tree_chars=600)).user
         assert user not in out or all(out[user][k] == row[k] for k in ("bgd_intention", "bgd_completion",
                                                                         "over_refusal")), row["episode"]
         out[user] = row
     return out
+
+
+@pytest.fixture(scope="module")
+def by_prompt() -> dict[str, dict]:
+    return prompts_of(REFERENCE)
 
 
 def answer(intention: bool, completion: bool, over_refusal: bool | None) -> dict:
@@ -144,6 +148,28 @@ def test_a_judge_that_reads_the_construction_labels_passes_and_the_report_says_c
               workers=2)
     assert main(["report", str(run)]) == 0
     assert "BGD (judge): uncalibrated (openai:label-reader: never calibrated" in capsys.readouterr().out
+
+
+def test_on_the_v2_set_the_label_reader_passes_and_a_coin_fails(fake_api, tmp_path, monkeypatch, capsys):
+    """The default set once built (reference set v2: 90 BGD tasks and their twins, the agents' words written in
+    five voices): the gate is computed over it, a judge reading the labels passes it on every pattern (the
+    over-refusal cell too: its words no longer give the label away), one tossing a coin fails."""
+    ref = reference_copy(tmp_path / "reference_v2", REFERENCE_V2)
+    monkeypatch.setenv("BLINDACT_REFERENCE", str(ref))
+    monkeypatch.setenv("BLINDACT_CACHE_DIR", str(tmp_path / "cache"))
+    fake_api.on("chat", judges(prompts_of(REFERENCE_V2)))
+    assert _calibrate("label-reader") == 0
+    assert "openai:label-reader PASSES the judge-validity gate" in capsys.readouterr().out
+    (record,) = records(ref)
+    rows = manifest(REFERENCE_V2)
+    assert record["reference"]["episodes"] == len(rows) >= 900 and record["reference"]["tasks"] == 180
+    for target in ("bgd_intention", "bgd_completion"):
+        for pattern in PATTERNS:
+            cell = record["figures"][target][pattern]
+            assert cell["judge"]["kappa"] == pytest.approx(1.0) and cell["gate"]["passed"], (target, pattern)
+    assert record["targets"]["over_refusal"] is True
+    assert _calibrate("coin", "--limit", "120", "--dry-run") == 1
+    assert "openai:coin FAILS the judge-validity gate" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("judge", ["coin", "comply"])

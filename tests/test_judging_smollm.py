@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reference_runs import reference_copy, reference_run
+from reference_runs import REFERENCE_V2, reference_copy, reference_run
 
 from blindact.judging import JudgeOptions, judge_harmlessness, judge_run, load_verdicts
 from blindact.judging.agreement import judge_agreement
@@ -85,7 +85,7 @@ def test_the_small_model_runs_the_calibration_gate_end_to_end_and_fails_it_plain
     from blindact.judging.calibration import records
 
     monkeypatch.setenv("BLINDACT_CACHE_DIR", str(tmp_path / "cache"))
-    ref = reference_copy(tmp_path / "reference")
+    ref = reference_copy(tmp_path / "reference_v2", REFERENCE_V2)  # the default set
     # 6 episodes, one answer each: the model runs on a shared CPU (about 15 s an episode)
     rc = main(["judge", "calibrate", "--judge", smollm_server.spec, "--reference", str(ref), "--screenshots", "0",
                "--tree-chars", "0", "--attempts", "1", "--workers", "1", "--limit", "6", "--bootstrap", "200"])
