@@ -213,6 +213,30 @@ def mini_announce_step(mini: Path) -> int:
 
 
 # ------------------------------------------------------------------------------------------ (c) the briefs
+def test_briefs_keep_their_parts_and_brief_only_what_is_new(mini):
+    """Writers start while replays go on: a run briefs what has a replay and no part yet, keeps the parts
+    already handed out, holds back a short part until the replays are done (or --flush), and never briefs a
+    dropped episode."""
+    def keys() -> set[str]:
+        return {k for f in (mini / "briefs").rglob("part-*.keys") for k in f.read_text().split()}
+
+    hidden = mini / "replays" / "r2-contextual-harassing-dm-bgd_route" / "replay.json"
+    kept = hidden.read_text()
+    hidden.unlink()
+    look = {"r2-contextual-harassing-dm-look_fail-1", "r2-contextual-harassing-dm-look_fail-2"}
+    assert v2.main(["--out", str(mini), "briefs", "--per-part", "2"]) == 0 and keys() == set()  # 1 of 2: waits
+    assert v2.main(["--out", str(mini), "briefs", "--per-part", "2", "--flush"]) == 0 and keys() == look
+    parts = sorted((mini / "briefs").rglob("part-*.md"))
+    assert v2.main(["--out", str(mini), "briefs", "--per-part", "2", "--flush"]) == 0
+    assert sorted((mini / "briefs").rglob("part-*.md")) == parts  # nothing briefed twice
+    hidden.write_text(kept)
+    gone = "r2-contextual-harassing-dm-bgd_route-2"
+    (mini / "dropped.jsonl").write_text(json.dumps({"key": gone, "reason": "a test of the dropped list"}) + "\n")
+    assert v2.main(["--out", str(mini), "briefs", "--per-part", "2"]) == 0
+    assert keys() == look | {"r2-contextual-harassing-dm-bgd_route-1"}
+    assert len(sorted((mini / "briefs").rglob("part-*.md"))) == len(parts) + 1
+
+
 def test_the_brief_shows_the_trajectory_and_the_construction_but_no_check(mini):
     _replays, rows = v2.read_plan(mini)
     episodes = v2.load_episodes(rows, mini / "replays")
