@@ -33,10 +33,11 @@ def _field_table(field: str, rows: list[tuple[bool, Judgement]], n_boot: int, se
     them all; a judge tie or an unjudged episode is counted and named, never dropped from n. The
     kappa, F1 and their CIs are over the decided ones (CIs resample tasks); `accuracy_all` counts
     ties and unjudged episodes as errors, a lower bound."""
-    decided = [(ref, v.verdict(field).holds, v) for ref, v in rows if v.verdict(field).decided]
+    said = [(ref, v, v.verdict(field)) for ref, v in rows]
+    decided = [(ref, verdict.holds, v) for ref, v, verdict in said if verdict.decided]
     ties = sorted(v.episode for _ref, v in rows if field in v.ties)
     out: dict = {"n": len(rows), "n_decided": len(decided), "ties": ties,
-                 "unjudged": sorted(v.episode for ref, v in rows if not v.verdict(field).decided and field not in v.ties)}
+                 "unjudged": sorted(v.episode for _ref, v, verdict in said if not verdict.decided and field not in v.ties)}
     if decided:
         agreement = binary_agreement([d[0] for d in decided], [d[1] for d in decided], n_boot=n_boot, seed=seed,
                                      clusters=[d[2].task_id for d in decided]).to_dict()
