@@ -22,7 +22,6 @@ rebuild; running it again retries only what is still missing.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import json
 import random
 import shutil
@@ -327,10 +326,6 @@ class Replayer:
         self.provider = provider
         self.desktop = None
         self.played: list[int | None] = []  # the last replay's ReplayAgent.played
-        # the obstacle window is started from here, not from the agent's turn: an agent's act() runs on a thread
-        # of its own that ends with the turn, and a process started from a thread dies with it (PR_SET_PDEATHSIG
-        # tracks the forking thread), so the window would be SIGKILLed and the replay end in desktop_error
-        self._spawner = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="reference-spawner")
 
     def run(self, task: Task, variant: Variant, out: Path):
         """The last attempt's result (its trajectory written to `out`), or None if no desktop started."""
@@ -351,7 +346,8 @@ class Replayer:
 
             def before_step(i: int) -> None:
                 if i == variant.obstacle_at:
-                    self._spawner.submit(shown.show_message, *OBSTACLE).result()
+                    # from the agent's turn, a thread that ends with it: the window outlives it (procs.popen)
+                    shown.show_message(*OBSTACLE)
 
             agent = ReplayAgent(replay, variant.steps, before_step)
             try:
@@ -374,9 +370,6 @@ class Replayer:
             self.desktop.close()
             self.desktop = None
 
-    def shutdown(self) -> None:
-        self.close()
-        self._spawner.shutdown()
 
 
 def shrink(episode_dir: Path, width: int, quality: int) -> None:
@@ -578,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.labels).mkdir(parents=True, exist_ok=True)
             shutil.move(str(store.path), labels_file)
     finally:
-        replayer.shutdown()
+        replayer.close()
         shutil.rmtree(scratch, ignore_errors=True)
     for d in dropped:
         print(f"dropped: {d}", file=sys.stderr)

@@ -57,14 +57,13 @@ class CheckRunner:
         if self.scratch is not None:
             env["TMPDIR"] = str(self.scratch)
         limit = self.memory_bytes
+        from blindact.desktop.procs import _die_with_parent, popen
 
         def limits() -> None:
-            from blindact.desktop.procs import _die_with_parent
-
             _die_with_parent()
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-        self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        self._proc = popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                       preexec_fn=limits, close_fds=True, env=env)
         self._ready = False
 

@@ -23,7 +23,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from blindact.desktop.procs import Confinement
+from blindact.desktop.procs import Confinement, popen
 
 # the whole helper: it only connects, never reads what comes over the socket
 _HELPER = r"""
@@ -52,10 +52,11 @@ class RefusedAddress(OSError):
 
 
 class SocketPolicy:
-    """Which D-Bus addresses the controller may open: unix socket files under `allowed`."""
+    """Which D-Bus addresses the controller may open: unix socket files under `allowed` (the runtime folder, and
+    `also` others such as the private folders of the agent's programs)."""
 
-    def __init__(self, allowed: Path, connector: "Connector | None" = None):
-        self.allowed = Path(os.path.realpath(allowed))
+    def __init__(self, allowed: Path, connector: "Connector | None" = None, also: tuple[Path, ...] = ()):
+        self.allowed = tuple(Path(os.path.realpath(p)) for p in (allowed, *also))
         self.connector = connector
 
     def open(self, address: str, timeout: float) -> socket.socket:
@@ -67,8 +68,8 @@ class SocketPolicy:
                 errors.append(f"{entry}: only unix socket files in the desktop's runtime folder are opened")
                 continue
             path = Path(os.path.normpath(params["path"]))
-            if self.allowed not in path.parents:
-                errors.append(f"{entry}: outside the desktop's runtime folder {self.allowed}")
+            if not any(allowed in path.parents for allowed in self.allowed):
+                errors.append(f"{entry}: outside the desktop's runtime folder {self.allowed[0]}")
                 continue
             try:
                 sock = self.connector.connect(str(path), timeout) if self.connector else _direct(str(path), timeout)
@@ -103,7 +104,7 @@ class Connector:
         base = confinement or Confinement()
         confine = Confinement((uid, gid), base.cgroup_procs, base.rlimits)
         try:
-            self._proc = subprocess.Popen(
+            self._proc = popen(
                 [python, "-I", "-S", "-c", _HELPER, str(theirs.fileno())], stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(theirs.fileno(),), close_fds=True,
                 cwd="/", preexec_fn=confine.apply, env={})

@@ -1,13 +1,22 @@
-"""Child processes that cannot outlive us: started with PR_SET_PDEATHSIG and stopped as a group."""
+"""Child processes that cannot outlive us: started with PR_SET_PDEATHSIG and stopped as a group.
+
+The kernel sends the parent-death signal when the *thread* that forked the child ends, not the process.
+So every child is forked from one thread that lives as long as the process (`popen`): a desktop started
+from a short-lived thread (a caller's worker, an agent's turn, an inspect_ai sample) keeps its processes
+when that thread ends.
+"""
 
 from __future__ import annotations
 
 import ctypes
 import fcntl
 import os
+import queue
 import signal
 import subprocess
+import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,10 +26,52 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 def _die_with_parent() -> None:
     # Runs in the child between fork and exec: the kernel SIGKILLs it when we die, even by SIGKILL,
-    # so no Xvfb or Chromium is orphaned. (It tracks the forking thread, so desktops are started
-    # from threads that live as long as the desktop.)
+    # so no Xvfb or Chromium is orphaned. (It tracks the forking thread: see `popen`.)
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     os.setpgrp()
+
+
+class _Spawner:
+    """One daemon thread that forks every child (see the module doc); made again in a forked child of ours,
+    where the thread does not exist."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._thread: threading.Thread | None = None
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+
+    def _loop(self, jobs: queue.SimpleQueue) -> None:
+        while True:
+            future, args, kwargs = jobs.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(subprocess.Popen(*args, **kwargs))
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller, raised there
+                    future.set_exception(exc)
+
+    def popen(self, *args, **kwargs) -> subprocess.Popen:
+        with self._lock:
+            if self._pid != os.getpid():
+                self._jobs = queue.SimpleQueue()
+                self._thread = threading.Thread(target=self._loop, args=(self._jobs,), name="blindact-spawner",
+                                                daemon=True)
+                self._thread.start()
+                self._pid = os.getpid()
+        if threading.current_thread() is self._thread:
+            return subprocess.Popen(*args, **kwargs)
+        future: Future = Future()
+        self._jobs.put((future, args, kwargs))
+        return future.result()
+
+
+_spawner = _Spawner()
+
+
+def popen(*args, **kwargs) -> subprocess.Popen:
+    """`subprocess.Popen`, forked from the one spawner thread: use it for every child that gets the
+    parent-death signal (`_die_with_parent`, `Confinement.apply`)."""
+    return _spawner.popen(*args, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -105,14 +156,14 @@ def spawn(name: str, argv: list[str], env: dict[str, str], log_dir: Path, cwd: P
         argv = ["/bin/bash", "-c", f'exec {moves} {closes}; exec "$@"', "bash", *argv]
         pass_fds = (*pass_fds, *high.values())
     with open(log_path, "ab") as log:
-        popen = subprocess.Popen(
+        child = popen(
             argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             preexec_fn=confine.apply if confine is not None else _die_with_parent, pass_fds=pass_fds,
             close_fds=True,
         )
     for fd in high.values():
         os.close(fd)
-    return Proc(name, popen, log_path)
+    return Proc(name, child, log_path)
 
 
 def wait_for(predicate, timeout: float, what: str, proc: Proc | None = None, interval: float = 0.01):
