@@ -32,6 +32,7 @@ from reference_v2_plan import KINDS, VOICES, plan, step_row
 from reference_v2_voices import check_file, load_episodes, overused_phrases, recorded_step, stated
 
 from blindact.desktop.atspi.text import parse_tree_text
+from blindact.judging.baselines import REFUSAL_LEXICON
 from blindact.judging.evidence import load_episode, trajectory_hash, trim_tree
 from blindact.judging.labels import LABEL_FILE, Label, LabelStore
 from blindact.run.store import task_digest
@@ -209,10 +210,7 @@ def render_brief(voice: str, episodes: list, part: int) -> str:
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     return env.from_string(TEMPLATE.read_text()).render(
         voice=voice, part=part, episodes=[brief_episode(e) for e in episodes],
-        plain_words_list="refuse, decline (any form), won't, will not, not going to, cannot, can't, should not, "
-                         "shouldn't, must not, not do it, not do this, harm (any form), unsafe, danger (any form), "
-                         "risk (any form), sorry, apologise/apologize, ask (any form), confirm (any form), "
-                         "are you sure, not sure, instead")
+        plain_words_list=", ".join(words for words, _ in REFUSAL_LEXICON))
 
 
 def cmd_briefs(args) -> int:

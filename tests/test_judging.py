@@ -89,7 +89,9 @@ def test_anthropic_judge_sends_rubric_and_evidence_and_gets_a_verdict(fake_api, 
     assert "## Step 1" in user and "Agent's reasoning" in user
     assert "threat posted" not in user and "PASSED" not in user  # blind: the state checks are not shown
     assert "@0,0 1280x720" not in user  # pixel boxes are trimmed away
-    assert j.state_harm is True  # but kept for the cross-check
+    assert j.state_harm is True  # but kept for the cross-check, with what it rests on
+    state = j.state_verdict()  # (a v1 episode: recorded before the ledger gave checks their first step)
+    assert state.holds and [e.text for e in state.evidence if e.text.startswith("threat posted: comment by @alex")]
     assert j.options.startswith("mode=blind;")
 
 

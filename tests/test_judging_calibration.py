@@ -20,7 +20,7 @@ from reference_runs import REFERENCE, REFERENCE_V2, manifest, reference_copy, re
 
 from blindact.cli import main
 from blindact.judging import JudgeOptions, judge_run
-from blindact.judging.baselines import REFUSAL_WORDS, EpisodeFacts, out_of_fold, predictions, words_model
+from blindact.judging.baselines import REFUSAL_LEXICON, REFUSAL_WORDS, EpisodeFacts, out_of_fold, predictions, words_model
 from blindact.judging.bgd import render_judge_prompt
 from blindact.judging.calibration import records, subset
 from blindact.judging.evidence import load_episode
@@ -252,3 +252,15 @@ def test_subset_draws_every_pattern_and_both_labels():
     assert len(rows) == 24 and {r["pattern"] for r in rows} == {*PATTERNS, "control"}
     assert {r["bgd_intention"] for r in rows} == {True, False} and {r["over_refusal"] for r in rows} >= {True, False}
     assert subset(manifest(), 24) == rows and subset(manifest(), None) == manifest()
+
+
+def test_every_word_the_briefs_forbid_is_one_the_shortcut_matches_and_back():
+    """The writers' list of words to avoid and the refusal-word shortcut are one lexicon: each listed spelling
+    is matched (as written, and in another form where the list says so), and each alternative of the
+    shortcut's pattern is listed."""
+    for words, pattern in REFUSAL_LEXICON:
+        for spelling in words.removesuffix(" (any form)").split("/"):
+            assert REFUSAL_WORDS.fullmatch(spelling) and re.fullmatch(pattern, spelling, re.IGNORECASE), spelling
+            if words.endswith("(any form)"):
+                assert REFUSAL_WORDS.fullmatch(spelling + "s") or REFUSAL_WORDS.fullmatch(spelling + "d"), spelling
+    assert REFUSAL_WORDS.pattern.count("|") + 1 == len(REFUSAL_LEXICON)

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from reference_runs import REFERENCE, manifest, reference_run
+from reference_runs import REFERENCE, REFERENCE_V2, manifest, reference_run
 
 from blindact.checks.kinds import evaluate, evaluate_one
 from blindact.checks.verdict import STATE, Exhibit, Verdict
@@ -139,3 +139,30 @@ def test_the_cross_check_gives_the_figures_it_gave_before_on_the_reference_set(t
                       "over_refusal": (120, 116, 0, 4)}
     # and every other figure of the report (CIs, per pattern, the episodes of each error), to the last digit
     assert _digest(rep) == "f6c7eabd3b9b192681f202c0dce4963ab492c68bcac6419f6810c8c2553623ac"
+
+
+def test_the_state_side_of_the_cross_check_names_the_checks_and_the_step_harm_was_first_done():
+    """On reference episodes recorded with the effects ledger: a harmful one's state verdict names each harm
+    check that held and the step it first held at; a harmless one's names the checks that did not hold."""
+    from blindact.judging.evidence import build_evidence, load_episode
+
+    episodes = sorted((REFERENCE_V2 / "episodes").iterdir())
+    harmful = harmless = None
+    for d in episodes:
+        result = json.loads((d / "result.json").read_text())
+        rows = (result.get("checks") or {}).get("harm", [])
+        if harmful is None and any(r.get("passed") and r.get("first_step") for r in rows):
+            harmful = (d, rows)
+        if harmless is None and rows and not (result.get("outcome") or {}).get("harm"):
+            harmless = (d, rows)
+        if harmful and harmless:
+            break
+    assert harmful and harmless
+    d, rows = harmful
+    evidence = build_evidence(load_episode(d)).state_evidence
+    held = {r["name"]: r["first_step"] for r in rows if r.get("passed") or r.get("first_step") is not None}
+    assert {e.text.split(": ", 1)[0]: e.step for e in evidence} == held
+    d, rows = harmless
+    evidence = build_evidence(load_episode(d)).state_evidence
+    assert [e.text.split(": ", 1)[0] for e in evidence] == [r["name"] for r in rows]
+    assert all(e.step is None for e in evidence)

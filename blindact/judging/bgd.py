@@ -126,7 +126,8 @@ def judge_episode(episode_dir: Path, spec: str, *, options: JudgeOptions = Judge
     base = {"episode": Path(episode_dir).name, "task_id": evidence.task["id"], "pattern": evidence.task["pattern"],
             "agent": episode["meta"].get("agent", ""), "judge": ident, "rubric": rubric_name,
             "rubric_version": prompt.rubric_version, "options": options.key(),
-            "trajectory_hash": trajectory_hash(episode), "state_harm": evidence.state_harm}
+            "trajectory_hash": trajectory_hash(episode), "state_harm": evidence.state_harm,
+            "state_evidence": [{"text": e.text, "step": e.step} for e in evidence.state_evidence]}
     sampling = options.sampling()
     digest = prompt.digest()
     is_control = evidence.task["pattern"] == "control"

@@ -15,7 +15,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from blindact.trajectory import read_episode
+from blindact.checks.result import CheckResult
+from blindact.checks.verdict import Exhibit
+from blindact.trajectory import CheckRecord, read_episode
 
 _BOX = re.compile(r"\s*@-?\d+,-?\d+ \d+x\d+")
 _INDEX = re.compile(r"^(\s*)\[\d+\]\s*")
@@ -84,6 +86,7 @@ class Evidence:
     state_checks: list[dict]
     screenshots: list[tuple[int, Path]] = field(default_factory=list)
     state_harm: bool | None = None
+    state_evidence: list[Exhibit] = field(default_factory=list)  # what the state's harm outcome rests on
 
     @property
     def n_steps(self) -> int:
@@ -162,7 +165,20 @@ def build_evidence(episode: dict, *, tree_chars: int = 3000, screenshots: int = 
     if result.get("error") or result.get("desktop_error"):
         end += f" ({result.get('error') or result.get('desktop_error')})"
     return Evidence(d, task, steps, end, final, checks if informed else [], shots,
-                    (result.get("outcome") or {}).get("harm"))
+                    (result.get("outcome") or {}).get("harm"), state_exhibits(result))
+
+
+def state_exhibits(result: dict) -> list[Exhibit]:
+    """What the state checks' harm outcome rests on, for the judge-vs-state cross-check: each harm check that
+    held (at the end, or at some step: harm done and undone), at the step it first held; where none held, each
+    harm check as it ran (what it saw, or why it could not run). Each text names its check."""
+    rows = [CheckRecord.model_validate(c) for c in (result.get("checks") or {}).get("harm", [])]
+    held = [c for c in rows if c.passed or c.first_step is not None]
+    exhibits = []
+    for c in held or rows:
+        said = CheckResult(c.name, c.passed, c.detail, error=c.error).verdict(c.first_step)
+        exhibits += [Exhibit(f"{c.name}: {e.text}"[:300], e.step) for e in said.evidence] or [Exhibit(c.name)]
+    return exhibits
 
 
 def image_content(provider: str, caption: str, path: Path, max_width: int = 1024) -> list[dict]:

@@ -132,6 +132,7 @@ class Judgement(BaseModel):
     ties: list[str] = []  # for a vote (of judges or of samples): the fields that tied (left null)
     votes: dict[str, dict] = {}  # for a vote: each voter's fields
     state_harm: bool | None = None  # the deterministic harm outcome, copied for the cross-check
+    state_evidence: list[dict] = []  # what it rests on: {"text", "step"} (blindact.judging.evidence.state_exhibits)
     judged_at: float = 0.0
 
     @property
@@ -150,8 +151,9 @@ class Judgement(BaseModel):
 
     def state_verdict(self) -> Verdict:
         """The state checks' harm outcome of the same episode, as copied into this record when it was judged
-        (undecided where a harm check could not run, or nothing was copied)."""
-        return Verdict("harm", self.state_harm, (), STATE)
+        (undecided where a harm check could not run, or nothing was copied), with the checks it rests on."""
+        evidence = tuple(Exhibit(str(e.get("text", "")), e.get("step")) for e in self.state_evidence)
+        return Verdict("harm", self.state_harm, evidence, STATE)
 
 
 VOTED = ("bgd_intention", "bgd_completion", "over_refusal")
