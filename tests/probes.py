@@ -136,6 +136,13 @@ ATTACKS: dict[str, Attack] = {
         "x.XMapRaised(d, ctypes.c_ulong(w))\n"
         "x.XSetCloseDownMode(d, 1)"),  # RetainPermanent: the window outlives the client
         "sleep 0.5; xwininfo -root -tree | grep -c PROBE-WINDOW"),
+    # ---- the next episode's browser, started ahead during this one (local): nothing of it is in reach
+    "reach-the-next-browser": Attack(
+        "N=$(( $(pgrep -c chromium) + $(find / \\( -path /proc -o -path /sys -o -path /usr \\) -prune -o "
+        "-name 'Singleton*' -print 2>/dev/null | wc -l) + $(ls \"$(dirname $HOME)/pv\" 2>/dev/null | wc -l) )); "
+        "for s in $(find / \\( -path /proc -o -path /sys -o -path /usr \\) -prune -o -name SingletonSocket -print "
+        "2>/dev/null); do chromium --user-data-dir=\"$(dirname $s)\" http://social.localhost/ >/dev/null 2>&1 & done",
+        "echo $N", wait=4),
     "x-kill-every-client": Attack(_xlib(
         "x.XSetErrorHandler(ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(lambda a, b: 0))\n"
         "for i in range(1, 64):\n"

@@ -47,6 +47,7 @@ RESULTS = {
     # the sandbox's disk limit stopped dd short of the 6000 MB it asked for
     "disk-fill": r"[0-9]{1,3}|[0-4][0-9]{3}|5[0-8][0-9]{2}", "fork-bomb": r"[89]\d\d|1\d{3}",  # processes: near the limit (1024)
     "x-root-properties": "1",
+    "reach-the-next-browser": "0",
     "x-keyboard-remap": "remapped", "x-pointer-swap": "swapped", "x-screen-blank": "blank", "x-retained-window": "1",
 }
 # replacing the checked file by something unreadable destroys the code it held: harm, never hidden

@@ -96,6 +96,60 @@ def test_agent_typing_in_the_terminal_stays_in_the_sandbox(desktop):
     env.close()
 
 
+
+def test_the_browser_started_ahead_is_out_of_the_agents_reach_and_replaced_when_harmed(desktop):
+    """The next episode's browser runs during this one (a reset takes it instead of starting Chromium): the
+    agent's programs must not see its processes, its profile or its singleton socket (through which a page
+    could be opened in it); its processes are not the agent's effects; one that died is replaced."""
+    import sys as _sys
+
+    _sys.path.insert(0, str(Path(__file__).parent))
+    from probes import ATTACKS
+
+    from blindact.tasks import get_task
+
+    desktop.reset(get_task("pilot-ambiguity-cleanup-script").setup)  # a terminal task: the browser waits unused
+    spare = desktop._spare
+    assert spare is not None and spare.alive and spare.untouched(timeout=10)
+    assert (spare.profile / "data").is_dir()  # it did start, with its profile where the agent cannot look
+    probe = ATTACKS["reach-the-next-browser"].command + "; sleep 2; echo FOUND=$N"
+    out = _sandbox_bash(desktop, probe)
+    assert "FOUND=0" in out, out
+    assert spare.untouched(timeout=10), "a page was opened in the browser started ahead"
+    assert not [e for e in desktop.record_effects() if "chromium" in json.dumps(e)], "its processes counted as the agent's"
+    # an agent that harmed it (here: killed it) only costs the next reset a cold start
+    os.killpg(spare.proc.popen.pid, signal.SIGKILL)
+    spare.proc.popen.wait(5)
+    desktop.reset(get_task("pilot-contextual-threat-comment").setup)
+    assert any("had stopped" in line for line in desktop.reset_report), desktop.reset_report
+    assert desktop._browser is not None and desktop._browser is not spare
+    assert desktop._page_loaded()
+    assert desktop._spare is not None and desktop._spare is not spare
+
+
+def test_a_desktop_started_after_another_keeps_its_session_across_resets():
+    """A desktop started after another closed (in one process: the bench, a run replacing a failed desktop)
+    gets its display, hence its uid, while that one's last children may still be unreaped zombies. Those are
+    none of the new session's processes: counted as its own, each was "stopped or replaced" at the next reset,
+    and every reset restarted the session (the bench measured that, not a reset)."""
+    from blindact.desktop.session import DesktopSession
+    from blindact.tasks import get_task
+
+    setup = get_task("pilot-ambiguity-cleanup-script").setup
+    first = DesktopSession()
+    first.start()
+    first.reset(setup)
+    first.close()
+    second = DesktopSession()
+    try:
+        second.start()
+        for _ in range(2):
+            second.reset(setup)
+            assert not [line for line in second.reset_report if "stopped or replaced" in line], second.reset_report
+        assert second.restarts == 0
+    finally:
+        second.close()
+
 def test_no_orphans_when_the_owner_is_killed(tmp_path):
     # a process that owns a desktop dies by SIGKILL (no cleanup code runs): the kernel must take
     # Xvfb, Chromium and the rest with it
@@ -105,7 +159,7 @@ def test_no_orphans_when_the_owner_is_killed(tmp_path):
         s = DesktopSession()
         s.start()
         s.reset([{"launch": {"app": "browser", "url": "about:blank"}}, {"launch": {"app": "terminal"}}])
-        pids = [p.popen.pid for p in [*s._core.values(), *s._apps.values(), *s._forwarders]]
+        pids = [p.popen.pid for p in [*s._core.values(), *s._apps.values(), *(h for b in (s._browser, s._spare) if b for h in b.helpers)]]
         print(json.dumps({"pids": pids, "root": str(s.layout.root)}), flush=True)
         sys.stdin.read()
     """)
@@ -123,6 +177,37 @@ def test_no_orphans_when_the_owner_is_killed(tmp_path):
     assert not _pids_with(info["root"]), "sandboxed processes survived their owner"
     subprocess.run(["rm", "-rf", info["root"]], check=False)
 
+
+
+def test_a_desktop_started_from_a_thread_that_ends_keeps_its_processes(tmp_path):
+    """The parent-death signal follows the forking thread: a harness that starts and resets its desktop from
+    a short-lived worker thread (an inspect_ai sample, a thread pool) must not see Xvfb, the web apps or the
+    browser SIGKILLed when that thread ends."""
+    from blindact.desktop.session import DesktopSession
+
+    session = DesktopSession()
+    failures: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            session.start()
+            session.reset([{"launch": {"app": "browser", "url": "about:blank"}}])
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    worker = threading.Thread(target=start)
+    worker.start()
+    worker.join(120)
+    try:
+        assert not failures, failures
+        assert not worker.is_alive()
+        pids = [p.popen.pid for p in [*session._core.values(), *session._apps.values()]]
+        time.sleep(1.0)  # the kernel's SIGKILL would have landed by now
+        assert pids and all(_alive(pid) for pid in pids), "the thread's end killed the desktop's processes"
+        assert session.health() and all(session.health().values()), session.health()
+        session.screenshot()  # the X server is still there
+    finally:
+        session.close()
 
 def _alive(pid: int) -> bool:
     try:

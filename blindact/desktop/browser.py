@@ -2,10 +2,11 @@
 
 Chromium is started with --remote-debugging-pipe: it reads DevTools commands from fd 3 and answers
 on fd 4. Only the controller holds the other ends, so nothing inside the sandbox (the agent's
-terminal, a web page) can reach the protocol: there is no debugging port. The pipe lets a reset
-reuse a warm browser: open the task's page in a fresh window, close every other window, and clear
-cookies and site data, instead of a cold start (seconds on a busy 2-core machine). Browsing history
-is never saved (a managed policy), so nothing of one episode shows in the next.
+terminal, a web page) can reach the protocol: there is no debugging port. It starts with no window
+(--no-startup-window): the task's page opens in a fresh window over the pipe, with cookies and site
+data cleared first. So the next episode's browser can be started ahead, while this one runs (a spare:
+DesktopSession), and taken only if nothing reached it (`untouched`). Browsing history is never saved
+(a managed policy), so nothing of one episode shows in the next.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import json
 import os
 import threading
+import shutil
 from concurrent.futures import Future
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from blindact.desktop.procs import Proc
@@ -101,15 +104,29 @@ class CDPPipe:
 
 
 class Browser:
-    """A running Chromium and its DevTools pipe."""
+    """A running Chromium, its DevTools pipe, the programs that serve it (`helpers`: the web apps' port
+    forwarder in its network) and its profile folder (removed when it stops)."""
 
-    def __init__(self, proc: Proc, cdp: CDPPipe):
+    def __init__(self, proc: Proc, cdp: CDPPipe, profile: Path, helpers: list[Proc] | None = None):
         self.proc = proc
         self.cdp = cdp
+        self.profile = profile
+        self.helpers = helpers or []
 
     @property
     def alive(self) -> bool:
-        return self.proc.alive
+        return self.proc.alive and all(h.alive for h in self.helpers)
+
+    def untouched(self, timeout: float) -> bool:
+        """Running, answering within `timeout`, and with no page, worker or other target at all: what a browser
+        started with no window is until a window is opened over the pipe. Anything else means something
+        reached it (a page opened through its singleton socket, an X client that killed it)."""
+        if not self.alive:
+            return False
+        try:
+            return self.cdp.call("Target.getTargets", timeout=timeout)["targetInfos"] == []
+        except (CDPError, TimeoutError):
+            return False
 
     def page_targets(self) -> list[dict]:
         infos = self.cdp.call("Target.getTargets")["targetInfos"]
@@ -131,12 +148,12 @@ class Browser:
         return reply.get("result", {}).get("value") == "complete"
 
     def fresh_window(self, url: str) -> None:
-        """Show `url` in a new window, close every other window, forget cookies and site data."""
+        """Show `url` in a new window, close every other window, forget cookies and site data (before the
+        page loads: the new window opens blank, is cleared from, then goes to `url`)."""
         old = [t["targetId"] for t in self.page_targets()]
-        if not old:
-            old = [self.cdp.call("Target.createTarget", {"url": "about:blank", "newWindow": True})["targetId"]]
+        target = self.cdp.call("Target.createTarget", {"url": "about:blank", "newWindow": True})["targetId"]
         # site data can only be cleared from a page session, not from the browser target
-        session = self.cdp.call("Target.attachToTarget", {"targetId": old[0], "flatten": True})["sessionId"]
+        session = self.cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         # sent together, answered together: one round trip instead of ten
         pending = [("Storage.clearCookies", self.cdp.send("Storage.clearCookies"))]
         pending += [("Storage.clearDataForOrigin", self.cdp.send(
@@ -144,11 +161,14 @@ class Browser:
         pending.append(("Network.clearBrowserCache", self.cdp.send("Network.clearBrowserCache", None, session)))
         for method, future in pending:
             self.cdp.result(future, method)
+        self.cdp.call("Page.navigate", {"url": url}, session)
         self.cdp.call("Target.detachFromTarget", {"sessionId": session})
-        self.cdp.call("Target.createTarget", {"url": url, "newWindow": True})
-        for target in old:
-            self.cdp.call("Target.closeTarget", {"targetId": target})
+        for old_target in old:
+            self.cdp.call("Target.closeTarget", {"targetId": old_target})
 
     def stop(self) -> None:
         self.proc.stop(timeout=1.0)
+        for helper in self.helpers:
+            helper.stop(timeout=1.0)
         self.cdp.close()
+        shutil.rmtree(self.profile, ignore_errors=True)

@@ -44,7 +44,8 @@ class SandboxLayout:
     and `tmp` (its /tmp). The controller's: `conf` (files the agent's apps must read but never change:
     passwd, group, the browser policy, the window manager's and the session bus's settings; root-owned,
     bound read-only), `ctl` (what only the controller touches: the web apps' socket), `state` (the apps'
-    state) and `logs`."""
+    state) and `logs`. `private`: folders each of one program of the agent's uid (a browser's profile), under
+    unguessable names, bound into that program's sandbox only (`Sandbox.spawn(private=...)`)."""
 
     root: Path
     home: Path = field(init=False)
@@ -54,13 +55,16 @@ class SandboxLayout:
     ctl: Path = field(init=False)
     state: Path = field(init=False)
     logs: Path = field(init=False)
+    private: Path = field(init=False)
 
     def __post_init__(self) -> None:
-        for name in ("home", "run", "tmp", "conf", "ctl", "state", "logs"):
-            setattr(self, name, self.root / name)
+        for name in ("home", "run", "tmp", "conf", "ctl", "state", "logs", "private"):
+            # (private is short: unix socket paths under it, the runtime folders of its programs, have 108 bytes)
+            setattr(self, name, self.root / ("pv" if name == "private" else name))
             getattr(self, name).mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o711)
         os.chmod(self.conf, 0o755)
+        os.chmod(self.private, 0o711)  # passed through by name, never listed
         # the agent's apps never read the apps' state, the controller's sockets or the logs
         for d in (self.ctl, self.state, self.logs):
             os.chmod(d, 0o700)
@@ -133,7 +137,10 @@ class Sandbox:
         }
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None, *,
-              fd_map: dict[int, int] | None = None) -> Proc:
+              fd_map: dict[int, int] | None = None, private: Path | None = None) -> Proc:
+        """Start one of the agent's programs. `private`: a folder of `layout.private` that this program
+        alone sees (its `tmp/` is the program's /tmp), where the sandbox gives each program a filesystem view of
+        its own (bwrap); elsewhere it is only as hidden as its name."""
         full_env = {**self.base_env(), **(env or {})}
         return self._track(spawn(name, argv, full_env, self.layout.logs, cwd=self.layout.home, fd_map=fd_map,
                                  confine=self.confinement))
@@ -357,8 +364,9 @@ class BwrapSandbox(Sandbox):
         (layout.conf / "group").write_text(f"root:x:0:\n{SANDBOX_USER}:x:{SANDBOX_UID}:\n")
         self._chromium_etc = _chromium_etc_with_policy(layout.conf / "chromium-etc")
 
-    def _argv(self, argv: list[str], env: dict[str, str], info_fd: int) -> list[str]:
+    def _argv(self, argv: list[str], env: dict[str, str], info_fd: int, private: Path | None = None) -> list[str]:
         lay = self.layout
+        tmp = private / "tmp" if private is not None else lay.tmp
         x_socket = f"/tmp/.X11-unix/X{self.display}"
         args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session",
                 "--hostname", "desktop", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
@@ -368,22 +376,23 @@ class BwrapSandbox(Sandbox):
                 *(["--ro-bind", str(self._chromium_etc), "/etc/chromium"] if self._chromium_etc else []),
                 "--proc", "/proc", "--dev", "/dev",
                 # one /tmp for all the agent's apps, as on a real desktop: in its own folder, so the
-                # reset wipes it and the disk limit covers it
-                "--bind", str(lay.tmp), "/tmp", "--bind", str(lay.tmp), "/var/tmp",
+                # reset wipes it and the disk limit covers it (a program with a private folder: its tmp/ there)
+                "--bind", str(tmp), "/tmp", "--bind", str(tmp), "/var/tmp",
                 "--dir", "/tmp/.X11-unix", "--ro-bind", x_socket, x_socket,
                 "--bind", str(lay.home), str(lay.home), "--bind", str(lay.run), str(lay.run),
                 "--ro-bind", str(lay.conf), str(lay.conf),
+                *(["--bind", str(private), str(private)] if private is not None else []),
                 "--chdir", str(lay.home), "--info-fd", str(info_fd), "--clearenv"]
         for key, value in env.items():
             args += ["--setenv", key, value]
         return [*args, "--", *argv]
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None, *,
-              fd_map: dict[int, int] | None = None) -> Proc:
+              fd_map: dict[int, int] | None = None, private: Path | None = None) -> Proc:
         full_env = {**self.base_env(), **(env or {})}
         read_fd, write_fd = os.pipe()
         try:
-            proc = spawn(name, self._argv(argv, full_env, write_fd), dict(os.environ), self.layout.logs,
+            proc = spawn(name, self._argv(argv, full_env, write_fd, private), dict(os.environ), self.layout.logs,
                          cwd=self.layout.home, pass_fds=(write_fd,), fd_map=fd_map, confine=self.confinement)
         finally:
             os.close(write_fd)

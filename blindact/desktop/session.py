@@ -6,6 +6,7 @@ bubblewrap sandbox; inside a container the controller server wraps the same sess
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import stat
 import subprocess
@@ -52,6 +53,8 @@ _BROWSER_FLAGS = [
     "--disable-session-crashed-bubble", "--hide-crash-restore-bubble", "--noerrdialogs",
     "--test-type", "--disable-smooth-scrolling",  # hides the "unsupported command-line flag" infobar that --no-sandbox shows
 ]
+# how long a browser started ahead may take to answer (it has had the whole episode to start)
+_SPARE_ANSWER = 10.0
 # the browser's application name in the accessibility tree
 _BROWSER_APP_NAMES = ("Chromium",)
 # the terminal is VTE-based (sakura): its screen text reaches the accessibility tree, xterm's does not
@@ -161,8 +164,10 @@ class DesktopSession:
         self._core: dict[str, Proc] = {}
         self.restarts = 0  # how often a reset had to restart the whole desktop (after an agent tampered with it)
         self._apps: dict[str, Proc] = {}
-        self._forwarders: list[Proc] = []
         self._browser: Browser | None = None
+        # the next episode's browser, started ahead with no window (blindact.desktop.browser), where the sandbox
+        # hides one program from another (`_spares`); taken by the next browser launch only if `untouched`
+        self._spare: Browser | None = None
         self._last_action = ""  # the type of the last action: a scroll settles longer
         self._last_frame: bytes | None = None  # the frame settle() ended on, reused by screenshot()
         self._reader = None
@@ -227,7 +232,7 @@ class DesktopSession:
             self._confinement = confinement
             self._open_sockets_policy()
             self._start_core()
-            self.ledger = Ledger(self.sandbox.watched_dirs(), self.store, self._agent_pids, self._checks,
+            self.ledger = Ledger(self.sandbox.watched_dirs(), self.store, self._episode_pids, self._checks,
                                  exclude=(self.layout.root, Path("/tmp/.X11-unix")))
         except BaseException:
             self.close()
@@ -273,7 +278,9 @@ class DesktopSession:
         candidates = self._agent_pids if self.sandbox.agent_uid is not None else (lambda: set(processes()))
         wait_for(lambda: any(executable(p).endswith(("at-spi2-registryd", "at-spi2-registr")) for p in candidates()), 5,
                  "the accessibility registry", self._core["atspi"], interval=0.02)
-        self._pristine = {pid: executable(pid) for pid in self._agent_pids()}
+        # (a process already gone, or dead and not yet reaped, is none of the session's: a desktop started after
+        # another on the same display gets its uid, and that one's last children may still be zombies)
+        self._pristine = {pid: exe for pid in self._agent_pids() if (exe := executable(pid))}
         agent_apps = run / "apps.sock" if self.web_apps else None
         self._sockets = {path: _identity(path) for path in (run / "bus", _socket_path(self._a11y_address), agent_apps)
                          if path is not None}
@@ -306,7 +313,7 @@ class DesktopSession:
             self._connector = None
         if self.sandbox.agent_uid is not None and self.sandbox.kind == "bwrap":
             self._connector = Connector(self.sandbox.agent_uid, self.sandbox.agent_gid, self._confinement)
-        self._sockets_policy = SocketPolicy(self.layout.run, self._connector)
+        self._sockets_policy = SocketPolicy(self.layout.run, self._connector, also=(self.layout.private,))
 
     def _helpers(self) -> set[int]:
         """The controller's own processes that run as the agent's uid (the socket helper): never swept."""
@@ -346,9 +353,10 @@ class DesktopSession:
             self.closed = True
             if self._reader is not None:
                 self._reader.close()
-            if self._browser is not None:
-                self._browser.stop()
-            for proc in [*self._forwarders, *self._apps.values(), *reversed(list(self._core.values()))]:
+            for browser in (self._browser, self._spare):
+                if browser is not None:
+                    browser.stop()
+            for proc in [*self._apps.values(), *reversed(list(self._core.values()))]:
                 proc.stop()
             if self.controller is not None:
                 self.controller.close()
@@ -413,6 +421,8 @@ class DesktopSession:
                 elif isinstance(step, FilesStep):
                     self._write_files(step)
             self.sandbox.hand_over(self.layout.home)
+            # if the last episode left none (never before the wipe: a browser reads the home's settings as it starts)
+            self._start_spare()
             phases["files"] = time.perf_counter() - t
             t = time.perf_counter()
             if self.store is not None:
@@ -433,9 +443,11 @@ class DesktopSession:
                     batch, opened = [], True
                 if isinstance(step, RunStep):
                     self._run(step)
+            self._start_spare()  # for the next episode, if this one took it
             phases["launch"] = time.perf_counter() - t
             t = time.perf_counter()
             self.settle(max_wait=3.0, quiet=0.1)
+            self._await_spare()
             phases["settle"] = time.perf_counter() - t
             t = time.perf_counter()
             if self.ledger is not None:
@@ -500,6 +512,7 @@ class DesktopSession:
             self._reader.close()
             self._reader = None
         self._stop_apps(wait=False)
+        self._drop_spare()
         for name in ("atspi", "wm", "dbus"):
             proc = self._core.pop(name, None)
             if proc is not None:
@@ -521,7 +534,8 @@ class DesktopSession:
     def _kept(self) -> tuple[set[int], list[str]]:
         """The processes of the agent's that a reset keeps, and why the session cannot be kept ("" each)."""
         agent = self.sandbox.agent_processes(processes())
-        keep = {pid for pid, exe in self._pristine.items() if pid in agent and executable(pid) == exe} | self._helpers()
+        keep = ({pid for pid, exe in self._pristine.items() if pid in agent and executable(pid) == exe} | self._helpers()
+                | self._spare_pids(agent))
         problems = [f"the session's {exe.rsplit('/', 1)[-1]} (pid {pid}) was stopped or replaced"
                     for pid, exe in self._pristine.items() if pid not in keep]
         return keep, problems
@@ -542,8 +556,8 @@ class DesktopSession:
         self.close()
         self.closed = False
         self.controller = None
-        self._core, self._apps, self._forwarders = {}, {}, []
-        self._browser = None
+        self._core, self._apps = {}, {}
+        self._browser = self._spare = None
         self._reader = None
         self.store = None
         self.start()
@@ -555,9 +569,6 @@ class DesktopSession:
         if self._browser is not None:
             self._browser.stop()
             self._browser = None
-            for proc in self._forwarders:
-                proc.stop(timeout=1.0)
-            self._forwarders.clear()
         closing = list(self._apps)
         for name in closing:
             self._apps.pop(name).stop(timeout=1.0)
@@ -713,35 +724,112 @@ class DesktopSession:
         return window
 
     def _open_browser(self, url: str) -> Proc:
-        if self._browser is not None:
+        """The task's page in a fresh window of the spare browser if it is untouched, else of a new one."""
+        if self._browser is not None:  # a second launch of the browser in one setup: one browser at a time
+            self._browser.stop()
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            if spare.untouched(timeout=_SPARE_ANSWER):
+                self._browser = spare
+                try:
+                    spare.fresh_window(url)
+                    return spare.proc
+                except (CDPError, TimeoutError) as exc:
+                    self.reset_report.append(f"the browser started ahead did not open the page ({exc}): started a new one")
+            else:
+                self.reset_report.append("the browser started ahead was reached by the agent: started a new one")
+            spare.stop()
+        self._browser = browser = self._start_browser()
+        try:
+            browser.fresh_window(url)
+        except CDPError as exc:
+            raise DesktopError(f"the browser did not open {url}: {exc}\n{browser.proc.log_tail()}") from exc
+        return browser.proc
+
+    def _spares(self) -> bool:
+        """Whether the next browser may be started ahead: only where each of the agent's programs has process
+        and filesystem namespaces of its own, so the agent's programs of this episode cannot see it."""
+        return not self.sandbox.shares_processes
+
+    def _start_spare(self) -> None:
+        if self._spare is not None and not self._spare.alive:
+            self.reset_report.append("the browser started ahead had stopped (its X connection cut?): started a new one")
+            self._drop_spare()
+        if self._spare is None and self._spares() and shutil.which("chromium") is not None:
             try:
-                self._browser.fresh_window(url)
-                return self._browser.proc
-            except CDPError:
-                self._browser.stop()  # a wedged browser: start a new one below
-                self._browser = None
-        profile = self.layout.run / f"browser-profile-{self._launch_count}"
-        argv = ["chromium", *_BROWSER_FLAGS, "--remote-debugging-pipe", f"--user-data-dir={profile}",
+                self._spare = self._start_browser()
+            except (OSError, RuntimeError, TimeoutError) as exc:  # only a head start: a browser task starts its own
+                self.reset_report.append(f"the browser could not be started ahead ({type(exc).__name__}: {exc})")
+
+    def _await_spare(self) -> None:
+        """The spare has started (answers over its pipe) before the episode begins: what it reads at start (the
+        X server's resources, the home's settings) is what the reset left, never what the agent then changes."""
+        if self._spare is not None and not self._spare.untouched(timeout=_SPARE_ANSWER):
+            self._drop_spare()
+
+    def _drop_spare(self) -> None:
+        if self._spare is not None:
+            self._spare.stop()
+            self._spare = None
+
+    def _spare_pids(self, agent: set[int]) -> set[int]:
+        """The spare browser's processes among `agent`: those in its pid namespace (and the sandbox around it)."""
+        spare = self._spare
+        if spare is None:
+            return set()
+        inner = self.sandbox.net_pid(spare.proc)
+        try:
+            ns = os.readlink(f"/proc/{inner}/ns/pid")
+        except (OSError, TypeError):
+            return {spare.proc.popen.pid}
+        found = {spare.proc.popen.pid}
+        for pid in agent:
+            try:
+                if os.readlink(f"/proc/{pid}/ns/pid") == ns:
+                    found.add(pid)
+            except OSError:
+                continue
+        return found
+
+    def _episode_pids(self) -> set[int]:
+        """The agent's processes but the spare browser's (which the ledger must not count as the agent's)."""
+        agent = self._agent_pids()
+        return agent - self._spare_pids(agent)
+
+    def _start_browser(self) -> Browser:
+        """A Chromium with no window, its DevTools pipe and the web apps' port in its network. Its profile and
+        runtime and temp folders are in a private folder (`SandboxLayout.private`), which no other program of the
+        agent's sees: a browser started ahead cannot be tampered with through its files, its accessibility socket or
+        its singleton socket, and a reset's wipe of the shared runtime and temp folders leaves them be."""
+        profile = self.layout.private / secrets.token_hex(3)
+        profile.mkdir(mode=0o700)
+        for sub in ("tmp", "run"):
+            (profile / sub).mkdir(mode=0o700)
+        self.sandbox.hand_over(profile)
+        argv = ["chromium", *_BROWSER_FLAGS, "--remote-debugging-pipe", f"--user-data-dir={profile / 'data'}",
                 "--window-position=0,0", f"--window-size={self.width},{self.height}", "--start-maximized",
-                "about:blank"]
+                "--no-startup-window"]
         to_browser_r, to_browser_w = os.pipe()
         from_browser_r, from_browser_w = os.pipe()
         try:
-            proc = self.sandbox.spawn("browser", argv, {"ACCESSIBILITY_ENABLED": "1"},
-                                      fd_map={3: to_browser_r, 4: from_browser_w})
+            proc = self.sandbox.spawn("browser", argv, {"ACCESSIBILITY_ENABLED": "1", "XDG_RUNTIME_DIR": str(profile / "run")},
+                                      fd_map={3: to_browser_r, 4: from_browser_w}, private=profile)
         finally:
             os.close(to_browser_r)
             os.close(from_browser_w)
-        self._browser = Browser(proc, CDPPipe(to_browser_w, from_browser_r))
-        # the page is opened only once the web apps are reachable from the browser's network
-        self._forward_apps_port(proc)
-        self._browser.fresh_window(url)
-        return proc
+        browser = Browser(proc, CDPPipe(to_browser_w, from_browser_r), profile)
+        try:
+            # the page is opened only once the web apps are reachable from the browser's network
+            browser.helpers += self._forward_apps_port(proc)
+        except BaseException:
+            browser.stop()
+            raise
+        return browser
 
-    def _forward_apps_port(self, browser: Proc) -> None:
+    def _forward_apps_port(self, browser: Proc) -> list[Proc]:
         """Let the browser reach the web apps at http://<app>.localhost/ (port 80 of its loopback)."""
         if not self.web_apps:
-            return
+            return []
         sock = self.layout.ctl / "apps.sock"
         wait_for(sock.exists, 10, "the web apps server", self._core.get("webapps"))
         listen = f"TCP-LISTEN:{APPS_PORT},bind=127.0.0.1,reuseaddr,fork"
@@ -751,9 +839,13 @@ class DesktopSession:
             # root on the host may bind port 80 in the sandbox's network namespace; the sandbox may not
             argv = ["nsenter", f"--net=/proc/{net_pid}/ns/net", *argv]
         forwarder = spawn("apps-forwarder", argv, dict(os.environ), self.layout.logs, cwd=self.layout.root)
-        self._forwarders.append(forwarder)
         tcp_table = f"/proc/{net_pid or 'self'}/net/tcp"
-        wait_for(lambda: _listening(tcp_table, APPS_PORT), 10, "the web apps port in the browser's network", forwarder)
+        try:
+            wait_for(lambda: _listening(tcp_table, APPS_PORT), 10, "the web apps port in the browser's network", forwarder)
+        except BaseException:
+            forwarder.stop(timeout=1.0)
+            raise
+        return [forwarder]
 
     def _page_ready(self, url: str) -> bool:
         try:
