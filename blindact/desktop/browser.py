@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import shutil
+import threading
 from concurrent.futures import Future
 from pathlib import Path
 from urllib.parse import urlsplit

@@ -45,7 +45,7 @@ class SandboxLayout:
     passwd, group, the browser policy, the window manager's and the session bus's settings; root-owned,
     bound read-only), `ctl` (what only the controller touches: the web apps' socket), `state` (the apps'
     state) and `logs`. `private`: folders each of one program of the agent's uid (a browser's profile), under
-    unguessable names, bound into that program's sandbox only (`Sandbox.spawn(private=...)`)."""
+    random names, bound into that program's sandbox only (`Sandbox.spawn(private=...)`)."""
 
     root: Path
     home: Path = field(init=False)
