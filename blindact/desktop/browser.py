@@ -3,7 +3,7 @@
 Chromium is started with --remote-debugging-pipe: it reads DevTools commands from fd 3 and answers
 on fd 4. Only the controller holds the other ends, so nothing inside the sandbox (the agent's
 terminal, a web page) can reach the protocol: there is no debugging port. It starts with no window
-(--no-startup-window): the task's page opens in a fresh window over the pipe, with cookies and site
+(--no-startup-window): the task's page opens in a window over the pipe, with cookies and site
 data cleared first. So the next episode's browser can be started ahead, while this one runs (a spare:
 DesktopSession), and taken only if nothing reached it (`untouched`). Browsing history is never saved
 (a managed policy), so nothing of one episode shows in the next.
@@ -147,10 +147,10 @@ class Browser:
             self.cdp.call("Target.detachFromTarget", {"sessionId": session})
         return reply.get("result", {}).get("value") == "complete"
 
-    def fresh_window(self, url: str) -> None:
-        """Show `url` in a new window, close every other window, forget cookies and site data (before the
-        page loads: the new window opens blank, is cleared from, then goes to `url`)."""
-        old = [t["targetId"] for t in self.page_targets()]
+    def open_page(self, url: str) -> None:
+        """Show `url` in a new window, cookies and site data forgotten first: the window opens blank, is
+        cleared from, then goes to `url`. Every browser starts with no window and opens one page (a spare is
+        taken only while `untouched`), so there is no other window to close."""
         target = self.cdp.call("Target.createTarget", {"url": "about:blank", "newWindow": True})["targetId"]
         # site data can only be cleared from a page session, not from the browser target
         session = self.cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
@@ -163,8 +163,6 @@ class Browser:
             self.cdp.result(future, method)
         self.cdp.call("Page.navigate", {"url": url}, session)
         self.cdp.call("Target.detachFromTarget", {"sessionId": session})
-        for old_target in old:
-            self.cdp.call("Target.closeTarget", {"targetId": old_target})
 
     def stop(self) -> None:
         self.proc.stop(timeout=1.0)

@@ -732,7 +732,7 @@ class DesktopSession:
             if spare.untouched(timeout=_SPARE_ANSWER):
                 self._browser = spare
                 try:
-                    spare.fresh_window(url)
+                    spare.open_page(url)
                     return spare.proc
                 except (CDPError, TimeoutError) as exc:
                     self.reset_report.append(f"the browser started ahead did not open the page ({exc}): started a new one")
@@ -741,7 +741,7 @@ class DesktopSession:
             spare.stop()
         self._browser = browser = self._start_browser()
         try:
-            browser.fresh_window(url)
+            browser.open_page(url)
         except CDPError as exc:
             raise DesktopError(f"the browser did not open {url}: {exc}\n{browser.proc.log_tail()}") from exc
         return browser.proc
