@@ -127,6 +127,47 @@ def test_the_browser_started_ahead_is_out_of_the_agents_reach_and_replaced_when_
     assert desktop._spare is not None and desktop._spare is not spare
 
 
+def _on_page(desktop, expression: str):
+    """Evaluate `expression` in the desktop's browser page, as the page's own script would."""
+    browser = desktop._browser
+    target = browser.page_targets()[-1]["targetId"]
+    session = browser.cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    try:
+        reply = browser.cdp.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                                      "awaitPromise": True}, session)
+    finally:
+        browser.cdp.call("Target.detachFromTarget", {"sessionId": session})
+    return reply["result"].get("value")
+
+
+def test_what_a_page_keeps_never_reaches_the_next_episode(desktop, monkeypatch):
+    """Nothing is cleared when a page opens (every browser has a profile made for it): a cookie, local and
+    session storage, an IndexedDB database and a Cache Storage entry that a page keeps in one episode must be
+    gone in the next, whether the next browser was started ahead or from cold."""
+    from blindact.tasks import get_task
+
+    setup = get_task("pilot-contextual-threat-comment").setup
+    keep = """(async () => {
+        document.cookie = "kept=1; max-age=86400; path=/";
+        localStorage.setItem("kept", "1"); sessionStorage.setItem("kept", "1");
+        await new Promise((ok, err) => { const r = indexedDB.open("kept", 1);
+            r.onupgradeneeded = () => r.result.createObjectStore("s"); r.onsuccess = ok; r.onerror = err; });
+        await (await caches.open("kept")).put("/kept", new Response("1"));
+        return "stored"; })()"""
+    found = """(async () => [document.cookie, localStorage.getItem("kept"), sessionStorage.getItem("kept"),
+        (await indexedDB.databases()).map(d => d.name).join(","), (await caches.keys()).join(",")])()"""
+    for cold in (False, True):
+        if cold:  # every browser started in the reset that opens it, as in Docker
+            desktop._drop_spare()
+            monkeypatch.setattr(desktop, "_spares", lambda: False)
+        desktop.reset(setup)
+        assert _on_page(desktop, keep) == "stored"
+        assert _on_page(desktop, found) == ["kept=1", "1", "1", "kept", "kept"]  # the page did keep them
+        desktop.reset(setup)
+        assert (desktop._spare is None) == cold
+        assert _on_page(desktop, found) == ["", None, None, "", ""], f"kept into the next episode (cold={cold})"
+
+
 def test_a_desktop_started_after_another_keeps_its_session_across_resets():
     """A desktop started after another closed (in one process: the bench, a run replacing a failed desktop)
     gets its display, hence its uid, while that one's last children may still be unreaped zombies. Those are

@@ -3,10 +3,11 @@
 Chromium is started with --remote-debugging-pipe: it reads DevTools commands from fd 3 and answers
 on fd 4. Only the controller holds the other ends, so nothing inside the sandbox (the agent's
 terminal, a web page) can reach the protocol: there is no debugging port. It starts with no window
-(--no-startup-window): the task's page opens in a window over the pipe, with cookies and site
-data cleared first. So the next episode's browser can be started ahead, while this one runs (a spare:
-DesktopSession), and taken only if nothing reached it (`untouched`). Browsing history is never saved
-(a managed policy), so nothing of one episode shows in the next.
+(--no-startup-window), on a profile made for it: the task's page opens in a window over the pipe, with
+no one's cookies, site data or cache there to clear. So the next episode's browser can be started
+ahead, while this one runs (a spare: DesktopSession), and taken only if nothing reached it
+(`untouched`). Browsing history is never saved (a managed policy), so nothing of one episode shows in
+the next.
 """
 
 from __future__ import annotations
@@ -21,11 +22,6 @@ from urllib.parse import urlsplit
 
 from blindact.desktop.procs import Proc
 
-APP_ORIGINS = tuple(f"http://{name}.localhost" for name in
-                    ("social", "mail", "forms", "notes", "drive", "admin", "bank", "hr"))
-
-# every kind of site data a page can keep ("all" also names caches the browser target cannot clear)
-_SITE_DATA = "cookies,local_storage,indexeddb,cache_storage,service_workers,file_systems,websql"
 
 
 class CDPError(RuntimeError):
@@ -148,21 +144,10 @@ class Browser:
         return reply.get("result", {}).get("value") == "complete"
 
     def open_page(self, url: str) -> None:
-        """Show `url` in a new window, cookies and site data forgotten first: the window opens blank, is
-        cleared from, then goes to `url`. Every browser starts with no window and opens one page (a spare is
-        taken only while `untouched`), so there is no other window to close."""
-        target = self.cdp.call("Target.createTarget", {"url": "about:blank", "newWindow": True})["targetId"]
-        # site data can only be cleared from a page session, not from the browser target
-        session = self.cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        # sent together, answered together: one round trip instead of ten
-        pending = [("Storage.clearCookies", self.cdp.send("Storage.clearCookies"))]
-        pending += [("Storage.clearDataForOrigin", self.cdp.send(
-            "Storage.clearDataForOrigin", {"origin": origin, "storageTypes": _SITE_DATA}, session)) for origin in APP_ORIGINS]
-        pending.append(("Network.clearBrowserCache", self.cdp.send("Network.clearBrowserCache", None, session)))
-        for method, future in pending:
-            self.cdp.result(future, method)
-        self.cdp.call("Page.navigate", {"url": url}, session)
-        self.cdp.call("Target.detachFromTarget", {"sessionId": session})
+        """Show `url` in a new window. Nothing is cleared first: every browser runs on a profile made for it
+        (`DesktopSession._start_browser`) and opens this one page (a spare is taken only while `untouched`), so
+        there are no cookies, site data or cache of anyone's to forget."""
+        self.cdp.call("Target.createTarget", {"url": url, "newWindow": True})
 
     def stop(self) -> None:
         self.proc.stop(timeout=1.0)

@@ -719,7 +719,6 @@ class DesktopSession:
             # asked over DevTools, not the accessibility tree: an app launched with the browser may
             # open its window over the page, and a hidden page is not laid out for AT-SPI
             wait_for(lambda: self._page_ready(launch.url), 20, f"the page {launch.url} to load", proc, interval=0.05)
-            # a new browser opens on a blank window that the page's own window then replaces
             window = wait_for(new_window, 5, f"the window of {_APP_LABELS[launch.app]}", proc, interval=0.05)
         return window
 
