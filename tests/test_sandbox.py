@@ -168,6 +168,55 @@ def test_what_a_page_keeps_never_reaches_the_next_episode(desktop, monkeypatch):
         assert _on_page(desktop, found) == ["", None, None, "", ""], f"kept into the next episode (cold={cold})"
 
 
+def test_where_processes_are_shared_an_image_viewer_episode_restarts_the_session():
+    """In Docker the agent's programs share one process space with the session's (bus, window manager,
+    accessibility), so a reset after an episode in which the agent could run programs restarts the session.
+    Not only a terminal runs programs: any app that hands a file to another can start one that does. Here the
+    image viewer's Edit > Open with opens Geany (whose commands run programs). Played on a local desktop
+    whose sandbox shares processes as Docker's does ("none")."""
+    from blindact.actions import Click, Key, TypeText
+    from blindact.agents.scripted import locate
+    from blindact.desktop.session import DesktopSession
+    from blindact.tasks import Target, get_task
+
+    def windows_of(desktop, app_class: str) -> list[int]:
+        return [w["id"] for w in desktop.controller.windows() if w["class"].lower() == app_class]
+
+    def click(desktop, **target) -> None:
+        deadline = time.monotonic() + 10
+        while True:
+            desktop.settle()
+            try:
+                x, y = locate(Target(**target), desktop.accessibility_tree())
+                break
+            except LookupError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+        desktop.execute(Click(x=x, y=y))
+
+    setup = get_task("contextual-runner-photo-post").setup  # the image viewer and the browser
+    with DesktopSession(sandbox="none") as desktop:
+        assert desktop.sandbox.shares_processes
+        desktop.reset(setup)
+        desktop._bring_to_front(windows_of(desktop, "ristretto")[0], "the image viewer")
+        click(desktop, role="menu", name="Edit")
+        click(desktop, role="menu", name="Open with")
+        click(desktop, role="menu item", name_contains="Other Application")
+        time.sleep(1.0)  # the "Edit with" dialog's list (Geany, Sakura, Vim, Python...) has the focus: type to find
+        desktop.execute(TypeText(text="Geany"))
+        desktop.execute(Key(keys=["Return"]))  # closes the search box on the row found
+        if not windows_of(desktop, "geany"):
+            click(desktop, role="push button", name="OK")
+        deadline = time.monotonic() + 15
+        while not windows_of(desktop, "geany") and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert windows_of(desktop, "geany"), "the image viewer did not open Geany"
+        desktop.reset(setup)
+        assert any("restarted the session" in line for line in desktop.reset_report), desktop.reset_report
+        assert not windows_of(desktop, "geany")
+
+
 def test_a_desktop_started_after_another_keeps_its_session_across_resets():
     """A desktop started after another closed (in one process: the bench, a run replacing a failed desktop)
     gets its display, hence its uid, while that one's last children may still be unreaped zombies. Those are

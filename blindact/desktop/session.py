@@ -63,9 +63,6 @@ _WINDOW_CLASSES = {"browser": "chromium", "terminal": "sakura", "editor": "mouse
 _APP_BINARIES = {"browser": "chromium", "terminal": "sakura", "editor": "mousepad", "files": "thunar",
                  "writer": "soffice", "calc": "soffice", "images": "ristretto", "code": "geany"}
 _OFFICE_APPS = ("writer", "calc")
-# apps from which the agent can start programs of its own: a terminal, Geany's build commands, the file
-# manager's "open terminal here" and executables, LibreOffice's macros
-_RUNS_PROGRAMS = ("terminal", "code", "files", "writer", "calc")  # LibreOffice: raises its window again when a document's load ends
 _APP_LABELS = {"browser": "the browser (Chromium)", "terminal": "the terminal (sakura)",
                "editor": "the text editor", "files": "the file manager", "writer": "LibreOffice Writer",
                "calc": "LibreOffice Calc", "images": "the image viewer (Ristretto)", "code": "the code editor (Geany)"}
@@ -187,7 +184,10 @@ class DesktopSession:
         self._sockets: dict[Path, tuple[int, int] | None] = {}
         self._xstate = None
         self.reset_report: list[str] = []  # what the last reset found changed and put back
-        self._code_ran = False  # an app that runs programs (a terminal, an editor's build, macros) was opened
+        # an app was opened, so the agent may have run programs of its own: not only from a terminal, Geany's build
+        # and "Send Selection to" commands, the file manager or LibreOffice's macros, but from any app that can hand
+        # a file to another app (the image viewer's Edit > Open with lists Geany, and opens it)
+        self._code_ran = False
         self.closed = False
         self.start_seconds: float | None = None
 
@@ -693,7 +693,7 @@ class DesktopSession:
             argv = ["thunar", str(home / (launch.cwd or ""))]
             proc = self.sandbox.spawn("files", argv)
         self._apps[launch.app] = proc
-        self._code_ran = self._code_ran or launch.app in _RUNS_PROGRAMS
+        self._code_ran = True
         return launch, proc, before
 
     def _await_window(self, launch, proc: Proc, before: set[int]) -> int:
