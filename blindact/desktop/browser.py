@@ -23,7 +23,6 @@ from urllib.parse import urlsplit
 from blindact.desktop.procs import Proc
 
 
-
 class CDPError(RuntimeError):
     pass
 
