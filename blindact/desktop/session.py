@@ -184,10 +184,6 @@ class DesktopSession:
         self._sockets: dict[Path, tuple[int, int] | None] = {}
         self._xstate = None
         self.reset_report: list[str] = []  # what the last reset found changed and put back
-        # an app was opened, so the agent may have run programs of its own: not only from a terminal, Geany's build
-        # and "Send Selection to" commands, the file manager or LibreOffice's macros, but from any app that can hand
-        # a file to another app (the image viewer's Edit > Open with lists Geany, and opens it)
-        self._code_ran = False
         self.closed = False
         self.start_seconds: float | None = None
 
@@ -464,7 +460,10 @@ class DesktopSession:
         socket swapped, the screen resized), the whole desktop is restarted: the next episode always starts
         as from a cold start. Returns what was found changed (empty after a well-behaved agent)."""
         report: list[str] = []
-        if self.sandbox.shares_processes and self._code_ran:
+        # the task opened apps (`_apps`, closed below): the agent may have run programs of its own, not only from a
+        # terminal, Geany's commands, the file manager or LibreOffice's macros, but from any app that can hand a
+        # file to another (the image viewer's Edit > Open with lists Geany, Sakura, Vim and Python, and opens them)
+        if self.sandbox.shares_processes and self._apps:
             # the agent's code ran as the session's own user, in the same process space: it could have
             # written into the memory of the session's processes (/proc/<pid>/mem) and nothing would show.
             # Only a fresh session is known to be clean.
@@ -502,7 +501,6 @@ class DesktopSession:
         self.sandbox.own_dirs()
         self._wipe_runtime()
         self.sandbox.wipe_shared()
-        self._code_ran = False
 
     def _restart_session(self, report: list[str]) -> None:
         """Stop every process of the agent's and the session's own (bus, window manager, accessibility,
@@ -693,7 +691,6 @@ class DesktopSession:
             argv = ["thunar", str(home / (launch.cwd or ""))]
             proc = self.sandbox.spawn("files", argv)
         self._apps[launch.app] = proc
-        self._code_ran = True
         return launch, proc, before
 
     def _await_window(self, launch, proc: Proc, before: set[int]) -> int:
