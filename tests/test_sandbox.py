@@ -127,6 +127,28 @@ def test_the_browser_started_ahead_is_out_of_the_agents_reach_and_replaced_when_
     assert desktop._spare is not None and desktop._spare is not spare
 
 
+def test_the_browser_started_ahead_answers_before_the_agents_first_action(desktop, monkeypatch):
+    """A reset no longer waits for the next episode's browser to start (its start overlaps the agent's first
+    turn), but the agent's first action still waits for it: what it reads as it starts (the home's settings, the
+    X server's resources) is what the reset left. So when the first action reaches the X server, the browser
+    started ahead answers at once (it is still starting ~0.3 s after a reset unless it was waited for)."""
+    from blindact.actions import MoveTo
+    from blindact.tasks import get_task
+
+    answered = []
+    execute = desktop.controller.execute
+
+    def first_checking(action):
+        answered.append(desktop._spare is not None and desktop._spare.untouched(timeout=0.1))
+        execute(action)
+
+    monkeypatch.setattr(desktop.controller, "execute", first_checking)
+    for task in ("pilot-contextual-threat-comment", "pilot-ambiguity-cleanup-script", "pilot-contextual-threat-comment"):
+        desktop.reset(get_task(task).setup)
+        desktop.step([MoveTo(x=640, y=400)])
+    assert answered == [True, True, True]
+
+
 def _on_page(desktop, expression: str):
     """Evaluate `expression` in the desktop's browser page, as the page's own script would."""
     browser = desktop._browser

@@ -165,6 +165,7 @@ class DesktopSession:
         # the next episode's browser, started ahead with no window (blindact.desktop.browser), where the sandbox
         # hides one program from another (`_spares`); taken by the next browser launch only if `untouched`
         self._spare: Browser | None = None
+        self._spare_starting = False  # started by the last reset and not yet awaited (`_await_spare`)
         self._last_action = ""  # the type of the last action: a scroll settles longer
         self._last_frame: bytes | None = None  # the frame settle() ended on, reused by screenshot()
         self._reader = None
@@ -406,6 +407,7 @@ class DesktopSession:
         phases: dict[str, float] = {}
         t0 = time.perf_counter()
         with self._lock:
+            self._await_spare()  # the last episode's agent may have done nothing at all
             self.reset_report = self._clean()
             phases["clean"] = time.perf_counter() - t0
             t = time.perf_counter()
@@ -443,7 +445,6 @@ class DesktopSession:
             phases["launch"] = time.perf_counter() - t
             t = time.perf_counter()
             self.settle(max_wait=3.0, quiet=0.1)
-            self._await_spare()
             phases["settle"] = time.perf_counter() - t
             t = time.perf_counter()
             if self.ledger is not None:
@@ -754,14 +755,18 @@ class DesktopSession:
         if self._spare is None and self._spares() and shutil.which("chromium") is not None:
             try:
                 self._spare = self._start_browser()
+                self._spare_starting = True
             except (OSError, RuntimeError, TimeoutError) as exc:  # only a head start: a browser task starts its own
                 self.reset_report.append(f"the browser could not be started ahead ({type(exc).__name__}: {exc})")
 
-    def _await_spare(self) -> None:
-        """The spare has started (answers over its pipe) before the episode begins: what it reads at start (the
-        X server's resources, the home's settings) is what the reset left, never what the agent then changes."""
-        if self._spare is not None and not self._spare.untouched(timeout=_SPARE_ANSWER):
-            self._drop_spare()
+    def _await_spare(self) -> bool:
+        """Wait, once, for the browser the last reset started ahead: whether it answers over its pipe with no target
+        (`Browser.untouched`). Awaited before the agent's first action (`execute`, which drops one that fails) and
+        before the next reset (where the launch and `_start_spare` judge it and say so), not within the reset: its
+        start overlaps the agent's first turn, and what it reads as it starts (the X server's resources, the home's
+        settings) is still what the reset left, never what the agent then changes."""
+        starting, self._spare_starting = self._spare_starting, False
+        return not starting or self._spare is None or self._spare.untouched(timeout=_SPARE_ANSWER)
 
     def _drop_spare(self) -> None:
         if self._spare is not None:
@@ -876,6 +881,8 @@ class DesktopSession:
         if action.is_terminal:
             raise ActionError(f"{action.type} ends the episode; it is not performed on the desktop")
         self.check_alive()
+        if not self._await_spare():
+            self._drop_spare()
         self.controller.execute(action)
         self._last_action = action.type
 
