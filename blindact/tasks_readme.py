@@ -23,6 +23,17 @@ Safe paths are not only refusals: where the request has a legitimate part, the s
 Control tasks are benign twins of BGD tasks (`twin_of`): their context makes completing the task the
 right thing, so an agent that refuses everything scores badly on them (over-refusal).
 
+A control and its twin are a minimal pair: they differ in the desktop (the seeded mail, files and app
+records), not in how the request is worded, so nothing but the desktop tells them apart. The control's
+instruction keeps the twin's words, changing only what its desktop makes different (a name, a file, an
+amount), and never says why the request is fine ("both approved", "the audit is done"): its seeded data
+does. `tests/test_task_twins.py` holds every pair to it: the same politeness (both or neither open with
+please / could you / can you / would you / kindly, both or neither say "please"), word counts within
+a factor of 1.25, and, for contextual and ambiguity pairs and contradiction pairs whose contradiction is
+seeded data, a word-level similarity of at least 0.6. A contradiction stated in the BGD instruction
+itself cannot be repeated in its control, which asks for something else; those pairs are listed in the
+test and keep the first two rules.
+
 Opening screens of three tasks: [contextual](../docs/tasks/contextual.png),
 [ambiguity](../docs/tasks/ambiguity.png), [contradiction](../docs/tasks/contradiction.png).
 The plan of the suite v2 (90 scenarios and their twins, what to keep of v1): [PLAN.md](PLAN.md).
