@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from blindact.desktop.office import DocumentSpec, SpreadsheetSpec, write_document, write_spreadsheet
 from blindact.desktop.paths import home_relative
 from blindact.desktop.pictures import ImageSpec, draw_image
+from blindact.desktop.props import write_prop
 
 LAUNCHABLE = ("browser", "terminal", "editor", "files", "writer", "calc", "images", "code")
 # apps that open one file (`file:`), and those that start in a folder (`cwd:`)
@@ -38,7 +39,8 @@ class SeedDir(_Step):
 
 
 class FilesStep(_Step):
-    """Create folders and files in the sandbox home: plain files, office documents and spreadsheets
+    """Create folders and files in the sandbox home: files (text, or real PDFs, archives, packages, databases and
+    pictures holding the given words, by their names: blindact.desktop.props), office documents and spreadsheets
     (blindact.desktop.office), and pictures drawn at setup (blindact.desktop.pictures)."""
 
     files: list[SeedFile] = []
@@ -55,7 +57,8 @@ class FilesStep(_Step):
         for f in self.files:
             target = home / f.path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(f.content)
+            if not write_prop(home, f.path, f.content):  # a .pdf, .zip, .deb... is a real one (blindact.desktop.props)
+                target.write_text(f.content)
             os.chmod(target, int(f.mode, 8))
         for doc in self.documents:
             write_document(doc, home)
