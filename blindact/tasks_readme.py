@@ -53,11 +53,12 @@ The plan of the suite v2 (90 scenarios and their twins, what to keep of v1): [PL
   failed.
 - **Helpfulness.** A BGD task has benign checks (the legitimate part of the request), or, only when
   there is none, `no_benign_reason:` saying why.
-- **Real props.** A seeded file (`files:`) named .pdf, .zip, .tar.gz, .gz, .deb, .db, .jpg, .png or .bin is
-  written as a real file of that type holding its `content`: a one-page PDF with the words on it, an
-  archive with a text member, a Debian package named after the file whose documentation holds them, a
-  SQLite database with a table of the lines, a picture showing them, an opaque blob
-  (blindact.desktop.props). Other names are written as text.
+- **Real props.** A seeded file (a home file in `files:`, a mail attachment or document, a drive file)
+  named .pdf, .zip, .tar.gz, .gz, .deb, .db, .jpg, .png, .odt, .docx or .bin is made a real file of that
+  type holding its `content`: a one-page PDF with the words on it, an archive with a text member, a Debian
+  package named after the file whose documentation holds them, a SQLite database with a table of the
+  lines, a picture showing them, a document of their paragraphs, an opaque blob (blindact.desktop.props).
+  Other names are written as text.
 - **Checks that parse.** Prefer the structured kinds: `cron_entry` (a schedule by its fields, or one
   that never runs), `config_value` (a key of an INI, env, JSON, YAML or TOML file, typed), `text_line`
   (a whole line, or the value of a "key: value" line, of a text file or document), `code_uses` (a

@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import subprocess
 import tarfile
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -15,7 +16,8 @@ import pytest
 
 from blindact.content import extract_file, normalize
 from blindact.content.sniff import TEXT_FORMATS, detect
-from blindact.desktop.setup import FilesStep, parse_setup_step
+from blindact.desktop.props import seeded_bytes
+from blindact.desktop.setup import FilesStep, SeedAppsStep, parse_setup_step
 from blindact.tasks import load_all
 
 LEASE = "Residential lease, 14 Birch Lane, Portland. Signed by Alex Morgan (tenant) and Ruth Kaplan (landlord).\n"
@@ -106,22 +108,83 @@ def test_the_checks_reader_reads_the_words_back_out_of_pdf_and_archive_props(tmp
         assert "ruth kaplan (landlord)" in _words(" ".join(part.text for _, part in read.walk())), name
 
 
+def _seeded_files(raw) -> list[tuple[str, str]]:
+    """(file name, words) of every file in a web app's seed: mail attachments and documents, drive files."""
+    if isinstance(raw, list):
+        return [found for item in raw for found in _seeded_files(item)]
+    if not isinstance(raw, dict):
+        return []
+    name = raw.get("filename") or (raw.get("path") if "content" in raw else None)
+    here = [(Path(name).name, raw["content"])] if isinstance(name, str) and isinstance(raw.get("content"), str) else []
+    return here + [found for value in raw.values() for found in _seeded_files(value)]
+
+
 def test_no_seeded_file_in_the_suite_is_text_under_a_binary_name(tmp_path):
-    """Every file a task seeds whose name says PDF, archive, package, database, picture or blob is written as a
-    real one (the reviewers found 31 that held plain text)."""
-    seen = 0
+    """Every file a task seeds, in the home or in a web app (a mail attachment, a drive file), whose name says PDF,
+    archive, package, database, document, picture or blob is a real one (the reviewers found 31 that held plain
+    text)."""
+    binary = (".pdf", ".zip", ".gz", ".tgz", ".deb", ".db", ".jpg", ".jpeg", ".png", ".odt", ".docx", ".bin")
+    seen = {"home": 0, "apps": 0}
     for task in load_all().values():
         for raw in task.setup:
             step = parse_setup_step(raw)
-            if not isinstance(step, FilesStep):
-                continue
-            for seed in step.files:
+            if isinstance(step, FilesStep):
                 folder = tmp_path / task.id
-                FilesStep(files=[seed]).write(folder)
-                data = (folder / seed.path).read_bytes()
-                fmt = detect(data, Path(seed.path).name)
-                if Path(seed.path).suffix.lower() in (".pdf", ".zip", ".gz", ".tgz", ".deb", ".db", ".jpg", ".jpeg",
-                                                      ".png", ".bin"):
-                    seen += 1
-                    assert fmt not in TEXT_FORMATS, f"{task.id}: {seed.path} is {fmt}"
-    assert seen >= 30  # the suite's props (39 when written)
+                FilesStep(files=step.files).write(folder)
+                files = [(seed.path, (folder / seed.path).read_bytes(), "home") for seed in step.files]
+            elif isinstance(step, SeedAppsStep):
+                files = [(name, seeded_bytes(name, words), "apps") for name, words in _seeded_files(raw["seed"])]
+            else:
+                continue
+            for path, data, where in files:
+                if path.lower().endswith(binary):
+                    seen[where] += 1
+                    fmt = detect(data, Path(path).name)
+                    assert fmt not in TEXT_FORMATS, f"{task.id}: {path} ({where}) is {fmt}"
+    assert seen["home"] >= 30 and seen["apps"] >= 15, seen  # the suite's props (39 and 21 when written)
+
+
+def _get(server, app: str, path: str) -> tuple[int, str, bytes]:
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        conn.request("GET", path, headers={"Host": f"{app}.localhost:{server.port}"})
+        response = conn.getresponse()
+        return response.status, response.getheader("Content-Disposition") or "", response.read()
+    finally:
+        conn.close()
+
+
+def test_web_apps_serve_seeded_attachments_and_drive_files_as_real_files(fresh):
+    from PIL import Image
+    from pypdf import PdfReader
+
+    fresh.store.reset({
+        "mail": {"files": [{"filename": "travel-policy.pdf", "content": "Northwind travel policy\nEconomy under 6 hours.\n"}],
+                 "messages": [{"from_name": "Jo", "from_addr": "jo@x.example", "subject": "error", "body": "see attached",
+                               "attachments": [{"filename": "offer-v2.odt", "content": "Dear Sam,\nWe are pleased to offer you the role.\n"},
+                                               {"filename": "notes.txt", "content": "plain notes\n"}]}]},
+        "drive": {"files": [{"path": "Photos/club-run-0412.jpg", "content": "Club run, 12 April\n"}]},
+    })
+    status, _, data = _get(fresh, "mail", "/file/1/download")
+    assert status == 200 and _words(PdfReader(io.BytesIO(data)).pages[0].extract_text()) == \
+        _words("Northwind travel policy\nEconomy under 6 hours.")
+    found = {}
+    for fid in (1, 2):
+        status, disposition, data = _get(fresh, "mail", f"/attachment/{fid}/download")
+        found[disposition.rsplit("=", 1)[-1].strip('"')] = data
+    assert found["notes.txt"] == b"plain notes\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "offer-v2.odt").write_bytes(found["offer-v2.odt"])
+        from blindact.content.office import read_document
+
+        assert read_document(Path(tmp) / "offer-v2.odt").paragraphs[:2] == \
+            ["Dear Sam,", "We are pleased to offer you the role."]
+    drive = {iid: got for iid in range(1, 40) for got in [_get(fresh, "drive", f"/file/{iid}/download")] if got[0] == 200}
+    [(iid, data)] = [(iid, data) for iid, (_, disposition, data) in drive.items() if "club-run-0412.jpg" in disposition]
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.format == "JPEG"
+    # the drive shows a text file's text on its page, never a picture's bytes as text
+    status, _, page = _get(fresh, "drive", f"/file/{iid}")
+    assert status == 200 and b"JFIF" not in page

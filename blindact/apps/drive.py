@@ -16,6 +16,7 @@ from blindact.apps.base import (
     App, FormErrors, Params, QueryResult, QuerySet, SeedBase,
     db, file_response, form_data, has_text, int_param, log_event, me, not_found, now_iso, redirect, render,
 )
+from blindact.desktop.props import seeded_bytes
 
 Level = Literal["private", "team", "public"]
 LEVELS: tuple[str, ...] = ("private", "team", "public")
@@ -319,6 +320,13 @@ def _item(conn: sqlite3.Connection, request: Request) -> sqlite3.Row | None:
     return conn.execute("SELECT * FROM items WHERE id = ?", (request.path_params["iid"],)).fetchone()
 
 
+def _shown_text(item) -> str | None:
+    """A text file's text, as its page shows it; None for any other file (a PDF, a picture: downloaded to read)."""
+    if item["mime"].startswith("text/") or item["name"].endswith((".txt", ".csv", ".md")):
+        return bytes(item["content"] or b"").decode(errors="replace")
+    return None
+
+
 async def file_page(request: Request):
     with db(request) as conn:
         item = _item(conn, request)
@@ -326,9 +334,8 @@ async def file_page(request: Request):
             return not_found(request, "That file")
         crumbs = [dict(a) for a in _ancestors(conn, item)]
         d = _listing(conn, [item])[0]
-        content = bytes(item["content"] or b"")
+        text = _shown_text(item)
         org = _org(conn)
-    text = content.decode(errors="replace") if (item["mime"].startswith("text/") or item["name"].endswith((".txt", ".csv", ".md"))) else None
     return render(request, "drive/file.html", item=d, crumbs=crumbs, text=text, org=org, level_text=LEVEL_TEXT)
 
 
@@ -463,7 +470,7 @@ async def public_link(request: Request):
     if level == "private":
         return render(request, "not_found.html", status_code=403, what="You need permission to open this link; the item")
     return render(request, "drive/link.html", item=dict(row), children=children, level=level,
-                  text=bytes(row["content"] or b"").decode(errors="replace") if row["kind"] == "file" else None)
+                  text=_shown_text(row) if row["kind"] == "file" else None)
 
 
 class DriveApp(App):
@@ -520,4 +527,4 @@ class DriveApp(App):
             conn.execute(
                 "INSERT INTO items(parent_id, name, kind, mime, content, permission, owner, modified, seeded) "
                 "VALUES (?, ?, 'file', ?, ?, ?, ?, ?, 1)",
-                (ensure(parent) if parent else None, name, mime, f.content.encode(), f.permission, f.owner or data.user.name, f.modified))
+                (ensure(parent) if parent else None, name, mime, seeded_bytes(name, f.content), f.permission, f.owner or data.user.name, f.modified))

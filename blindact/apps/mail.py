@@ -17,6 +17,7 @@ from blindact.apps.base import (
     EMAIL_RE, App, Compare, FormErrors, Params, QueryResult, QuerySet, SeedBase,
     db, file_response, form_data, has_text, int_param, log_event, me, norm, not_found, now_iso, redirect, render, short,
 )
+from blindact.desktop.props import seeded_bytes
 from blindact.values import Match
 
 FOLDERS = {"inbox": "Inbox", "sent": "Sent", "trash": "Trash"}
@@ -500,6 +501,6 @@ class MailApp(App):
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
                 (m.folder, m.from_name, m.from_addr, ", ".join(m.to), ", ".join(m.cc), m.subject, m.body, m.ts, int(m.read))).lastrowid
             conn.executemany("INSERT INTO attachments(message_id, filename, mime, content) VALUES (?, ?, ?, ?)",
-                             [(mid, f.filename, _mime(f), f.content.encode()) for f in m.attachments])
+                             [(mid, f.filename, _mime(f), seeded_bytes(f.filename, f.content)) for f in m.attachments])
         conn.executemany("INSERT INTO files(filename, mime, content) VALUES (?, ?, ?)",
-                         [(f.filename, _mime(f), f.content.encode()) for f in data.files])
+                         [(f.filename, _mime(f), seeded_bytes(f.filename, f.content)) for f in data.files])

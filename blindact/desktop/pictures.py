@@ -61,7 +61,8 @@ def _font(size: int, bold: bool):
     return ImageFont.truetype(_FONTS[bold], size)
 
 
-def draw_image(spec: ImageSpec, home: Path) -> Path:
+def render_image(spec: ImageSpec):
+    """The picture `spec` describes, as a Pillow image."""
     from PIL import Image, ImageDraw
 
     image = Image.new("RGB", (spec.width, spec.height), spec.background)
@@ -81,7 +82,11 @@ def draw_image(spec: ImageSpec, home: Path) -> Path:
             image.paste(rotated, shape.at, rotated)
         else:
             draw.multiline_text(shape.at, shape.text, font=_font(shape.size, shape.bold), fill=shape.color)
+    return image
+
+
+def draw_image(spec: ImageSpec, home: Path) -> Path:
     target = home / spec.path
     target.parent.mkdir(parents=True, exist_ok=True)
-    image.save(target)
+    render_image(spec).save(target)
     return target

@@ -1,8 +1,9 @@
-"""Seeded files that are what their names say. A task gives a file's words (`SeedFile.content`); a file named
-.pdf, .zip, .tar.gz, .gz, .deb, .db, .jpg, .png or .bin is written as a real file of that type holding them: a
-one-page PDF with the words on it, an archive with a text member, a Debian package whose control file names the
-package (from the file name) and whose documentation holds the words, a SQLite database with a table of the lines,
-a picture showing them, an opaque build blob. An agent that opens, lists, extracts or inspects such a prop (`file`,
+"""Seeded files that are what their names say. A task gives a file's words (a home file's `content`, a mail
+attachment's or a drive file's); a file named .pdf, .zip, .tar.gz, .gz, .deb, .db, .jpg, .png, .odt, .docx or
+.bin is made a real file of that type holding them: a one-page PDF with the words on it, an archive with a text
+member, a Debian package whose control file names the package (from the file name) and whose documentation holds
+the words, a SQLite database with a table of the lines, a picture showing them, a document of their paragraphs, an
+opaque build blob. An agent that opens, lists, extracts or inspects such a prop (`file`,
 `tar tzf`, `dpkg-deb -I`, `sqlite3`, a PDF viewer, the file manager's thumbnails) sees a real one, and a check that
 reads content (blindact.content) reads the words back. Every other name is written as text.
 
@@ -21,6 +22,7 @@ import tempfile
 import textwrap
 import zipfile
 import zlib
+from functools import lru_cache
 from pathlib import Path
 
 # 2025-01-01T00:00:00Z: every archive member's and header's time
@@ -31,7 +33,8 @@ def _kind(name: str) -> str | None:
     lower = name.lower()
     for suffix, kind in ((".tar.gz", "tgz"), (".tgz", "tgz"), (".tar", "tar"), (".gz", "gz"), (".zip", "zip"),
                          (".pdf", "pdf"), (".deb", "deb"), (".db", "db"), (".sqlite", "db"), (".sqlite3", "db"),
-                         (".jpg", "image"), (".jpeg", "image"), (".png", "image"), (".bin", "bin")):
+                         (".jpg", "image"), (".jpeg", "image"), (".png", "image"), (".odt", "document"),
+                         (".docx", "document"), (".bin", "bin")):
         if lower.endswith(suffix):
             return kind
     return None
@@ -164,27 +167,45 @@ def blob_bytes(text: str, size: int = 4096) -> bytes:
     return bytes(out[:size])
 
 
-def write_prop(home: Path, rel: str, text: str) -> bool:
-    """Write `text` at `home/rel` as a real file of the type its name says; False (nothing written) for a name
-    that is not one of those types, which the caller writes as text."""
-    target = home / rel
-    kind, stem = _kind(target.name), _stem(target.name)
-    if kind is None:
-        return False
-    if kind == "image":
-        from blindact.desktop.pictures import ImageSpec, Shape, draw_image
+def image_bytes(text: str, name: str) -> bytes:
+    """A 640x480 picture (JPEG or PNG, by `name`) showing `text`."""
+    from blindact.desktop.pictures import ImageSpec, Shape, render_image
 
-        draw_image(ImageSpec(path=rel, width=640, height=480, background="#f4f1ea",
-                             shapes=[Shape(text=text.strip() or stem, at=(24, 24), size=20)]), home)
-        return True
+    out = io.BytesIO()
+    render_image(ImageSpec(path=name, width=640, height=480, background="#f4f1ea",
+                           shapes=[Shape(text=text.strip() or _stem(name), at=(24, 24), size=20)])
+                 ).save(out, format="PNG" if name.lower().endswith(".png") else "JPEG")
+    return out.getvalue()
+
+
+def document_bytes(text: str, name: str) -> bytes:
+    """An .odt or .docx (by `name`) whose paragraphs are the lines of `text`."""
+    from blindact.desktop.office import DocumentSpec, write_document
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return write_document(DocumentSpec(path=name, paragraphs=text.rstrip("\n").split("\n")), Path(tmp)).read_bytes()
+
+
+@lru_cache(maxsize=256)
+def prop_bytes(name: str, text: str) -> bytes | None:
+    """`text` as a real file of the type the file name `name` says; None for a name of no such type (text)."""
+    kind, stem = _kind(name), _stem(name)
+    if kind is None:
+        return None
     member = f"{stem}.txt"
-    data = {"pdf": lambda: pdf_bytes(text, stem),
+    return {"pdf": lambda: pdf_bytes(text, stem),
             "zip": lambda: _zip({member: text.encode()}),
             "tgz": lambda: _tar({member: text.encode()}, compress=True),
             "tar": lambda: _tar({member: text.encode()}, compress=False),
             "gz": lambda: _gzip(text.encode(), stem),
             "deb": lambda: deb_bytes(text, stem),
             "db": lambda: sqlite_bytes(text, stem),
+            "image": lambda: image_bytes(text, name),
+            "document": lambda: document_bytes(text, name),
             "bin": lambda: blob_bytes(text)}[kind]()
-    target.write_bytes(data)
-    return True
+
+
+def seeded_bytes(name: str, text: str) -> bytes:
+    """What a seeded file called `name` holding `text` is made of: a real file of its type, else the text."""
+    data = prop_bytes(name, text)
+    return text.encode() if data is None else data

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from blindact.desktop.office import DocumentSpec, SpreadsheetSpec, write_document, write_spreadsheet
 from blindact.desktop.paths import home_relative
 from blindact.desktop.pictures import ImageSpec, draw_image
-from blindact.desktop.props import write_prop
+from blindact.desktop.props import seeded_bytes
 
 LAUNCHABLE = ("browser", "terminal", "editor", "files", "writer", "calc", "images", "code")
 # apps that open one file (`file:`), and those that start in a folder (`cwd:`)
@@ -57,8 +57,7 @@ class FilesStep(_Step):
         for f in self.files:
             target = home / f.path
             target.parent.mkdir(parents=True, exist_ok=True)
-            if not write_prop(home, f.path, f.content):  # a .pdf, .zip, .deb... is a real one (blindact.desktop.props)
-                target.write_text(f.content)
+            target.write_bytes(seeded_bytes(target.name, f.content))  # a .pdf, .zip, .deb... is a real one
             os.chmod(target, int(f.mode, 8))
         for doc in self.documents:
             write_document(doc, home)
