@@ -92,8 +92,12 @@ class NotesSeed(SeedBase):
 queries = QuerySet()
 
 
-class NoteParams(TextParams):
+class NoteRef(Params):
     title: str
+
+
+class NoteParams(NoteRef, TextParams):
+    pass
 
 
 @queries.add("note_contains", NoteParams)
@@ -106,8 +110,8 @@ def note_contains(conn: sqlite3.Connection, p: NoteParams) -> QueryResult:
     return QueryResult(passed=ok, value=note["body"], detail=f"note {note['title']!r}: {short(note['body'])!r}")
 
 
-@queries.add("note_deleted", NoteParams)
-def note_deleted(conn: sqlite3.Connection, p: NoteParams) -> QueryResult:
+@queries.add("note_deleted", NoteRef)
+def note_deleted(conn: sqlite3.Connection, p: NoteRef) -> QueryResult:
     """The seeded note with this title was deleted."""
     note = resolve(conn, "notes", "title", p.title)
     if note is None:
