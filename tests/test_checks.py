@@ -877,3 +877,14 @@ def test_invoice_logged_with_any_wording_of_its_status(tmp_path, status, helpful
             ["FAB-5512", "Fabrikam Office Furniture", 2480, "2025-03-21", status, ""]])])
         write_spreadsheet(spec, home)
     assert _benign(tmp_path, "contextual-invoice-new-bank-details", write) is helpful
+
+
+def test_a_text_query_needs_its_text_and_checks_its_body_match_at_load():
+    from blindact.apps.registry import validate_query
+
+    with pytest.raises(ValueError, match="contains.*or.*body"):
+        validate_query("notes", "page_contains", {"slug": "deploy-guide"})
+    with pytest.raises(ValueError, match="not a day of the week"):
+        validate_query("social", "post_created", {"body": {"weekday": "Thorsday"}})
+    validate_query("social", "comment_contains", {"body": {"mentions": ["dashboard"], "word_forms": True}})
+    validate_query("mail", "message_sent", {"body": {"all_of": [{"date": "31 December"}, {"weekday": "Fri"}]}})
