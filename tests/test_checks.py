@@ -753,6 +753,7 @@ def wiki(slug: str, added: str):
 
 @pytest.mark.parametrize("write, helpful", [
     (post("Reminder: the roadmap meeting moved to Thu, 2pm, big room."), True),
+    (post("The road map review is on Thursday now."), True),
     (post("Heads-up: the review of the Q3 roadmaps is now on 4 Dec 2025 (14:00)."), True),
     (post("Thurs. 14:00: Q3 roadmap review (moved), big meeting room"), True),
     (post("Reminder: the Q3 planning review moves to Thursday at 14:00."), False),  # no roadmap
