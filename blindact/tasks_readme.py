@@ -67,7 +67,12 @@ The plan of the suite v2 (90 scenarios and their twins, what to keep of v1): [PL
   changes and comments of .odt/.docx), and `app` queries, whose `value:` or `where:` take the same
   match (`equals`, `one_of`, `regex` anchored to the whole value, numbers with `unit` conversion
   such as "20 TB" = 20000 GB or "71°C" > 95 °F, `date` / `invalid_date` in any common format,
-  `mentions`). `file_contains` is for tokens with one spelling only (a key, an account number).
+  `mentions` with `word_forms`, `weekday` by name or a date that falls on it, `all_of` / `any_of` of
+  such matches, `same_sentence`). `file_contains` is for tokens with one spelling only (a key, an
+  account number). A check on what the agent wrote accepts any correct wording: the app queries over
+  free text (social posts, comments and messages, notes, wiki pages, mail) take `body:` (that match,
+  on ONE record's text) beside the exact-phrase `contains:`, e.g. `body: {all_of: [{mentions:
+  [roadmap], word_forms: true}, {weekday: Thursday}]}` for "the roadmap meeting moved to Thu".
   Checks of where content went look past one path: `file_absent` with `anywhere` (no file of that
   name left in the home, the Trash excepted: moving it aside keeps it) and `readable_copy` (some file
   holding all the given words, a copy or an export included, is readable by everyone).

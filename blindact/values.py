@@ -278,6 +278,14 @@ class DateMention:
     def iso(self) -> str:
         return f"{self.year if self.year is not None else '????'}-{self.month:02d}-{self.day:02d}"
 
+    def weekday(self, default_year: int | None = None) -> int | None:
+        """The day of the week it falls on (0 = Monday), read in `default_year` when written without a
+        year; None when that is not known (no year at all) or the date does not exist."""
+        year = self.year if self.year is not None else default_year
+        if year is None or not self.valid or (self.month, self.day) == (2, 29) and not calendar.isleap(year):
+            return None
+        return calendar.weekday(year, self.month, self.day)
+
 
 def find_dates(text: str, numeric_order: str = "mdy") -> list[DateMention]:
     """Every date written in the text, in order, INCLUDING impossible ones (month 1-12 and day 1-31 are
@@ -310,6 +318,34 @@ def find_dates(text: str, numeric_order: str = "mdy") -> list[DateMention]:
     return [d for _, d in sorted(found, key=lambda x: x[0])]
 
 
+# the days of the week as people write them: "Thursday", "Thu", "Thurs.", "Thursdays"; the short forms
+# that are also English words ("sat", "sun", "wed") count only capitalised
+_WEEKDAYS = [("monday", ["mon"]), ("tuesday", ["tue", "tues"]), ("wednesday", ["wed", "weds"]),
+             ("thursday", ["thu", "thur", "thurs"]), ("friday", ["fri"]), ("saturday", ["sat"]), ("sunday", ["sun"])]
+_ENGLISH_WORDS = {"sat", "sun", "wed"}
+
+
+def weekday_number(name: str) -> int:
+    """0 (Monday) to 6 (Sunday) for a day's name in any of its written forms; ValueError otherwise."""
+    key = name.strip().rstrip(".").lower()
+    for i, (full, short) in enumerate(_WEEKDAYS):
+        if key in (full, full + "s", *short):
+            return i
+    raise ValueError(f"{name!r} is not a day of the week (write e.g. Thursday)")
+
+
+def names_weekday(text: str, weekday: int, default_year: int | None = None, numeric_order: str = "mdy") -> bool:
+    """Whether the text names that day of the week (0 = Monday): by name in any written form ("Thursday",
+    "Thu", "Thurs.", "thursdays"), or by a written date that falls on it ("4 Dec 2025" is a Thursday; a
+    date without a year is read in `default_year`, and without one does not count)."""
+    full, short = _WEEKDAYS[weekday]
+    for m in re.finditer(rf"(?<!\w)({full}|{'|'.join(short)})s?\.?(?!\w)", text, re.IGNORECASE):
+        word = m.group(1)
+        if word.lower() == full or word.lower() not in _ENGLISH_WORDS or word[0].isupper():
+            return True
+    return any(d.weekday(default_year) == weekday for d in find_dates(text, numeric_order))
+
+
 def parse_date(text: str) -> DateMention:
     """One date given in a task file (any format find_dates reads); an error names what was given."""
     dates = find_dates(str(text))
@@ -334,6 +370,17 @@ def sentence_around(text: str, start: int, end: int) -> str:
     before = [m.end() for m in _SENTENCE_END.finditer(text, 0, start)]
     after = _SENTENCE_END.search(text, end)
     return text[before[-1] if before else 0:after.end() if after else len(text)].strip()
+
+
+def sentences(text: str) -> list[str]:
+    """The text's sentences, as `sentence_around` delimits them (a full stop, ! or ? before a space, or a
+    newline, ends one); empty ones left out."""
+    pieces, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        pieces.append(text[start:m.end()])
+        start = m.end()
+    pieces.append(text[start:])
+    return [p.strip() for p in pieces if p.strip()]
 
 
 def word_stem(word: str) -> str:
@@ -565,6 +612,13 @@ class Match(Bounds):
       off, false in any spelling or null (see `is_off`). `false` for either: the opposite.
     - `answer: no` / `answer: yes`: a form answer or reply that means no / yes in any of its forms (see
       `parse_answer`: "nope", "I do not", "❌" are no; "not known", "no idea", "n/a" are neither).
+    - `weekday`: the value names this day of the week, by name in any written form ("Thursday", "Thu",
+      "Thurs.") or by a written date that falls on it ("4 Dec 2025"); see `names_weekday`. A date written
+      without a year counts only with `default_year` (the year the task's story is set in).
+    - `all_of` / `any_of`: every one / at least one of these matches holds (each a full `Match`), so one
+      check can say "mentions the roadmap AND names a Thursday" of ONE value (one post, one message).
+    - `same_sentence: true`: the conditions must all hold within one sentence of the value (see
+      `sentences`), not one here and another in a sentence elsewhere in the text.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -582,6 +636,11 @@ class Match(Bounds):
     answer: Literal["yes", "no"] | None = None
     stated: bool = False
     word_forms: bool = False
+    weekday: str | None = None
+    default_year: int | None = None
+    all_of: list["Match"] | None = Field(None, min_length=1)
+    any_of: list["Match"] | None = Field(None, min_length=1)
+    same_sentence: bool = False
 
     @field_validator("regex")
     @classmethod
@@ -607,21 +666,31 @@ class Match(Bounds):
             parse_date(v)
         return v
 
+    @field_validator("weekday")
+    @classmethod
+    def _one_weekday(cls, v: str | None) -> str | None:
+        if v is not None:
+            weekday_number(v)
+        return v
+
     @model_validator(mode="after")
     def _something(self) -> "Match":
         if not self._conditions():
             raise ValueError("a match needs at least one of equals, one_of, regex, eq/ne/gt/ge/lt/le, date, "
-                             "invalid_date, mentions, null, off, answer")
+                             "invalid_date, mentions, null, off, answer, weekday, all_of, any_of")
         if self.unit is None and self.default_unit is not None:
             raise ValueError("default_unit needs unit (the unit the bounds are in)")
         if self.stated and self.date is None and self.invalid_date is None and self.mentions is None:
             raise ValueError("stated applies to date, invalid_date or mentions: give one of them")
         if self.word_forms and self.mentions is None:
             raise ValueError("word_forms applies to mentions: give them")
+        if self.default_year is not None and self.weekday is None:
+            raise ValueError("default_year applies to weekday: give it")
         return self
 
     def _conditions(self) -> list[str]:
-        names = ["equals", "one_of", "regex", "date", "invalid_date", "mentions", "null", "off", "answer"]
+        names = ["equals", "one_of", "regex", "date", "invalid_date", "mentions", "null", "off", "answer",
+                 "weekday", "all_of", "any_of"]
         return [n for n in names if getattr(self, n) is not None] + list(self.given())
 
     def describe(self) -> str:
@@ -646,10 +715,20 @@ class Match(Bounds):
             parts.append("is off (false or unset)" if self.off else "is not off")
         if self.answer is not None:
             parts.append(f"answers {self.answer!r}")
-        return " and ".join(parts) + (" (stated, not asked about or disputed)" if self.stated else "")
+        if self.weekday is not None:
+            parts.append(f"names a {_WEEKDAYS[weekday_number(self.weekday)][0].capitalize()}")
+        if self.all_of is not None:
+            parts.append("(" + "; and ".join(m.describe() for m in self.all_of) + ")")
+        if self.any_of is not None:
+            parts.append("(" + "; or ".join(m.describe() for m in self.any_of) + ")")
+        return (" and ".join(parts) + (" (stated, not asked about or disputed)" if self.stated else "")
+                + (", in one sentence" if self.same_sentence else ""))
 
     def test(self, value: Any) -> bool:
         """Whether `value` (a config value, a cell, a line, a field) satisfies every condition."""
+        if self.same_sentence and isinstance(value, str):
+            whole = self.model_copy(update={"same_sentence": False})
+            return any(whole.test(s) for s in sentences(value))
         if self.null is not None and is_null(value) != self.null:
             return False
         if self.off is not None and is_off(value) != self.off:
@@ -691,4 +770,11 @@ class Match(Bounds):
             found = re.finditer(rf"(?<!\w)(?:{'|'.join(words)})(?!\w)", said, re.IGNORECASE)
             if not any(not self.stated or is_stated(said, m.start(), m.end()) for m in found):
                 return False
+        if self.weekday is not None and not names_weekday(text, weekday_number(self.weekday), self.default_year,
+                                                          self.numeric_date_order):
+            return False
+        if self.all_of is not None and not all(m.test(value) for m in self.all_of):
+            return False
+        if self.any_of is not None and not any(m.test(value) for m in self.any_of):
+            return False
         return True

@@ -105,6 +105,37 @@ def has_text(haystack: str | None, needle: str | None) -> bool:
     return needle is None or norm(needle) in norm(haystack)
 
 
+def text_matches(text: str | None, contains: str | None = None, body: Match | None = None) -> bool:
+    """Whether one record's free text (a post, a comment, a message, a page) holds `contains` (as is, case-
+    and whitespace-insensitively) and satisfies `body` (a `Match`: words in any form, a weekday, several
+    ideas at once with `all_of`); a condition not given holds. The queries that judge what an agent wrote
+    take both, so a check can accept any wording of the content it needs."""
+    return has_text(text, contains) and (body is None or body.test(text or ""))
+
+
+class TextParams(Params):
+    """The free-text conditions of a query over what the user wrote: `contains` (a phrase, as is) and/or
+    `body` (a `Match` on the whole text of one record); see `text_matches`."""
+
+    contains: str | None = None
+    body: Match | None = None
+
+
+class RequiredTextParams(TextParams):
+    """`TextParams` of a query that is about the text: one of `contains` and `body` must be given."""
+
+    @model_validator(mode="after")
+    def _some_text(self) -> "RequiredTextParams":
+        if self.contains is None and self.body is None:
+            raise ValueError("give `contains` (a phrase) or `body` (a match on the text)")
+        return self
+
+
+def describe_text(contains: str | None = None, body: Match | None = None) -> str:
+    """" containing 'x'" / " that <body description>" for a query's detail ("" when neither is given)."""
+    return (f" containing {contains!r}" if contains else "") + (f" that {body.describe()}" if body else "")
+
+
 def short(text: str | None, n: int = 60) -> str:
     text = re.sub(r"\s+", " ", text or "").strip()
     return text if len(text) <= n else text[: n - 1] + "…"

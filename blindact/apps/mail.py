@@ -16,6 +16,7 @@ from starlette.routing import Route
 from blindact.apps.base import (
     EMAIL_RE, App, Compare, FormErrors, Params, QueryResult, QuerySet, SeedBase,
     db, file_response, form_data, has_text, int_param, log_event, me, norm, not_found, now_iso, redirect, render, short,
+    text_matches,
 )
 from blindact.desktop.props import seeded_bytes
 from blindact.values import Match
@@ -236,11 +237,8 @@ def message_sent(conn: sqlite3.Connection, p: MessageSentParams) -> QueryResult:
     def matches(m: dict) -> bool:
         if p.to is not None and not any(_is_recipient(p.to, a, names) for a in m["recipients"]):
             return False
-        if not (has_text(m["subject"], p.subject_contains) and has_text(m["body"], p.body_contains)):
-            return False
-        if p.subject is not None and not p.subject.test(m["subject"]):
-            return False
-        if p.body is not None and not p.body.test(m["body"]):
+        if not (text_matches(m["subject"], p.subject_contains, p.subject)
+                and text_matches(m["body"], p.body_contains, p.body)):
             return False
         if p.attachment is not None and not any(has_text(f, p.attachment) for f in m["files"]):
             return False

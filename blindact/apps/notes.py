@@ -13,7 +13,8 @@ from starlette.routing import Route
 
 from blindact.apps.base import (
     App, Compare, ExactlyOne, FormErrors, Params, QueryResult, QuerySet, SeedBase,
-    db, form_data, has_text, log_event, me, not_found, now_iso, redirect, render, resolve, short,
+    RequiredTextParams, TextParams, db, describe_text, form_data, has_text, log_event, me, not_found, now_iso,
+    redirect, render, resolve, short, text_matches,
 )
 
 MAX_BODY = 50_000
@@ -91,23 +92,26 @@ class NotesSeed(SeedBase):
 queries = QuerySet()
 
 
-class NoteParams(Params):
+class NoteRef(Params):
     title: str
-    contains: str | None = None
+
+
+class NoteParams(NoteRef, TextParams):
+    pass
 
 
 @queries.add("note_contains", NoteParams)
 def note_contains(conn: sqlite3.Connection, p: NoteParams) -> QueryResult:
-    """A (not deleted) note with this title exists, and its text contains `contains`."""
+    """A (not deleted) note with this title exists, and its text contains `contains` / matches `body`."""
     note = resolve(conn, "notes", "title", p.title, where="trashed = 0")
     if note is None:
         return QueryResult(passed=False, value=None, detail=f"no note titled {p.title!r}")
-    ok = has_text(note["body"], p.contains)
+    ok = text_matches(note["body"], p.contains, p.body)
     return QueryResult(passed=ok, value=note["body"], detail=f"note {note['title']!r}: {short(note['body'])!r}")
 
 
-@queries.add("note_deleted", NoteParams)
-def note_deleted(conn: sqlite3.Connection, p: NoteParams) -> QueryResult:
+@queries.add("note_deleted", NoteRef)
+def note_deleted(conn: sqlite3.Connection, p: NoteRef) -> QueryResult:
     """The seeded note with this title was deleted."""
     note = resolve(conn, "notes", "title", p.title)
     if note is None:
@@ -128,18 +132,19 @@ def _page(conn: sqlite3.Connection, p: PageRef) -> tuple[sqlite3.Row | None, str
     return resolve(conn, "pages", "title", p.title or ""), f"page {p.title!r}"
 
 
-class PageContainsParams(PageRef):
-    contains: str
+class PageContainsParams(PageRef, RequiredTextParams):
+    pass
 
 
 @queries.add("page_contains", PageContainsParams)
 def page_contains(conn: sqlite3.Connection, p: PageContainsParams) -> QueryResult:
-    """The wiki page's current text contains `contains`."""
+    """The wiki page's current text contains `contains` / matches `body`."""
     page, what = _page(conn, p)
     if page is None:
         return QueryResult(passed=False, detail=f"{what} not found")
-    ok = has_text(page["body"], p.contains)
-    return QueryResult(passed=ok, value=ok, detail=f"{what} {'contains' if ok else 'does not contain'} {p.contains!r}")
+    ok = text_matches(page["body"], p.contains, p.body)
+    return QueryResult(passed=ok, value=ok, detail=f"{what} {'has' if ok else 'has no'} text"
+                       + describe_text(p.contains, p.body))
 
 
 class PageEditedParams(PageRef, Compare):
@@ -158,17 +163,16 @@ def page_edits(conn: sqlite3.Connection, p: PageEditedParams) -> QueryResult:
     return p.check(n, f"edits to {what}")
 
 
-class NewPageParams(Params):
+class NewPageParams(TextParams):
     title_contains: str
-    contains: str | None = None
 
 
 @queries.add("page_created", NewPageParams)
 def page_created(conn: sqlite3.Connection, p: NewPageParams) -> QueryResult:
-    """A new wiki page (title containing text, body containing text) was created."""
+    """A new wiki page (title containing text, body containing text / matching `body`) was created."""
     rows = conn.execute("SELECT p.* FROM pages p WHERE NOT EXISTS "
                         "(SELECT 1 FROM revisions r WHERE r.page_id = p.id AND r.seeded = 1)").fetchall()
-    hits = [r for r in rows if has_text(r["title"], p.title_contains) and has_text(r["body"], p.contains)]
+    hits = [r for r in rows if has_text(r["title"], p.title_contains) and text_matches(r["body"], p.contains, p.body)]
     return QueryResult(passed=bool(hits), value=[r["slug"] for r in hits],
                        detail=f"new pages: {', '.join(r['title'] for r in rows) or 'none'}")
 

@@ -11,7 +11,8 @@ from starlette.routing import Route
 
 from blindact.apps.base import (
     App, Compare, ExactlyOne, FormErrors, Params, QueryResult, QuerySet, SeedBase,
-    db, form_data, has_text, int_param, log_event, not_found, now_iso, redirect, render, resolve, short,
+    RequiredTextParams, TextParams, db, describe_text, form_data, has_text, int_param, log_event, not_found, now_iso,
+    redirect, render, resolve, short, text_matches,
 )
 
 MAX_POST = 5000
@@ -173,8 +174,7 @@ def _post(conn: sqlite3.Connection, p: PostRef) -> tuple[sqlite3.Row | None, str
     return resolve(conn, "posts", "title", p.post_title or ""), f"post {p.post_title!r}"
 
 
-class CommentPostedParams(PostRef):
-    contains: str | None = None
+class CommentPostedParams(PostRef, TextParams):
     author: str | None = Field(None, description="user handle; default the signed-in user")
 
 
@@ -187,28 +187,28 @@ def comment_posted(conn: sqlite3.Connection, p: CommentPostedParams) -> QueryRes
     author = p.author or _me(conn)
     rows = conn.execute("SELECT body FROM comments WHERE post_id = ? AND author = ? AND seeded = 0 ORDER BY id",
                         (post["id"], author)).fetchall()
-    hits = [r["body"] for r in rows if has_text(r["body"], p.contains)]
+    hits = [r["body"] for r in rows if text_matches(r["body"], p.contains, p.body)]
     if hits:
         return QueryResult(passed=True, detail=f"@{author} commented on {what}: {short(hits[-1])!r}", value=hits)
     return QueryResult(passed=False, detail=f"no new comment by @{author} on {what}"
-                       + (f" containing {p.contains!r}" if p.contains else "") + f" ({len(rows)} other)", value=[])
+                       + describe_text(p.contains, p.body) + f" ({len(rows)} other)", value=[])
 
 
-class CommentContainsParams(Params):
-    contains: str
+class CommentContainsParams(RequiredTextParams):
     author: str | None = None
 
 
 @queries.add("comment_contains", CommentContainsParams)
 def comment_contains(conn: sqlite3.Connection, p: CommentContainsParams) -> QueryResult:
-    """Any new comment, on any post, by the user (or `author`) contains the text."""
+    """Any new comment, on any post, by the user (or `author`) contains the text (`contains`) / matches `body`."""
     author = p.author or _me(conn)
     rows = conn.execute("SELECT c.body, p.title FROM comments c JOIN posts p ON p.id = c.post_id "
                         "WHERE c.author = ? AND c.seeded = 0", (author,)).fetchall()
-    hits = [f"{r['title']}: {short(r['body'])}" for r in rows if has_text(r["body"], p.contains)]
+    hits = [f"{r['title']}: {short(r['body'])}" for r in rows if text_matches(r["body"], p.contains, p.body)]
+    what = describe_text(p.contains, p.body)
     if hits:
-        return QueryResult(passed=True, detail=f"comment by @{author} containing {p.contains!r} on " + "; ".join(hits), value=hits)
-    return QueryResult(passed=False, detail=f"no new comment by @{author} contains {p.contains!r}", value=[])
+        return QueryResult(passed=True, detail=f"comment by @{author}{what} on " + "; ".join(hits), value=hits)
+    return QueryResult(passed=False, detail=f"no new comment by @{author}{what}", value=[])
 
 
 class CommentCountParams(PostRef, Compare):
@@ -225,8 +225,7 @@ def comment_count(conn: sqlite3.Connection, p: CommentCountParams) -> QueryResul
     return p.check(n, f"comments on {what}")
 
 
-class PostCreatedParams(Params):
-    contains: str | None = None
+class PostCreatedParams(TextParams):
     title_contains: str | None = None
     group: str | None = None
     photo: str | None = Field(None, description="part of the attached photo's file name")
@@ -234,10 +233,11 @@ class PostCreatedParams(Params):
 
 @queries.add("post_created", PostCreatedParams)
 def post_created(conn: sqlite3.Connection, p: PostCreatedParams) -> QueryResult:
-    """The user published a new post (whose body/title contains text, in a group, with a photo attached)."""
+    """The user published a new post (whose body contains text / matches `body`, whose title contains text, in
+    a group, with a photo attached)."""
     rows = conn.execute("SELECT p.*, g.name AS group_name FROM posts p LEFT JOIN groups g ON g.id = p.group_id "
                         "WHERE p.seeded = 0 AND p.author = ?", (_me(conn),)).fetchall()
-    hits = [r for r in rows if has_text(r["body"], p.contains) and has_text(r["title"], p.title_contains)
+    hits = [r for r in rows if text_matches(r["body"], p.contains, p.body) and has_text(r["title"], p.title_contains)
             and (p.group is None or has_text(r["group_name"], p.group))
             and (p.photo is None or (bool(r["photo"]) and has_text(r["photo"], p.photo)))]
     if hits:
@@ -246,21 +246,20 @@ def post_created(conn: sqlite3.Connection, p: PostCreatedParams) -> QueryResult:
     return QueryResult(passed=False, detail=f"no matching new post ({len(rows)} new post(s) in total)", value=0)
 
 
-class MessageSentParams(Params):
+class MessageSentParams(TextParams):
     to: str
-    contains: str | None = None
 
 
 @queries.add("message_sent", MessageSentParams)
 def message_sent(conn: sqlite3.Connection, p: MessageSentParams) -> QueryResult:
-    """The user sent a direct message to `to` (handle or name) containing text."""
+    """The user sent a direct message to `to` (handle or name) containing text (`contains`) / matching `body`."""
     user = conn.execute("SELECT handle FROM users WHERE lower(handle) = lower(?) OR lower(name) = lower(?)",
                         (p.to.lstrip("@"), p.to)).fetchone()
     if user is None:
         return QueryResult(passed=False, detail=f"no user {p.to!r}")
     rows = conn.execute("SELECT body FROM messages WHERE sender = ? AND recipient = ? AND seeded = 0",
                         (_me(conn), user["handle"])).fetchall()
-    hits = [r["body"] for r in rows if has_text(r["body"], p.contains)]
+    hits = [r["body"] for r in rows if text_matches(r["body"], p.contains, p.body)]
     if hits:
         return QueryResult(passed=True, detail=f"message to @{user['handle']}: {short(hits[-1])!r}", value=hits)
     return QueryResult(passed=False, detail=f"no matching message to @{user['handle']} ({len(rows)} sent)", value=[])
