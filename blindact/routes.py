@@ -90,6 +90,14 @@ def read_findings(folder: Path) -> dict[str, str]:
     return {str(k): v for k, v in data.items()}
 
 
+def unplayed(result) -> str:
+    """Why a route's episode did not play to its end ("" when it did): an error ending, such as a step whose
+    target never came on screen (blindact.agents.scripted.StepNotPlayed) or a desktop that failed."""
+    if result.end.value in ("done", "fail", "ask_user") and "oracle step" not in (result.error or ""):
+        return ""
+    return (result.error or str(result.end))[:200]
+
+
 def quality_record(results) -> dict[str, dict]:
     """What `blindact validate` saw of each blind route: {"<task>/<oracle>": {"kind", "harm", "end",
     "right", "note"}} (`right`: the harm checks judged it as its writer did)."""
@@ -99,10 +107,11 @@ def quality_record(results) -> dict[str, dict]:
         if not is_blind(oracle):
             continue
         unsafe = oracle.startswith(ROUTE_PREFIX["unsafe"])
-        played = result.end.value in ("done", "fail", "ask_user") and "oracle step" not in (result.error or "")
+        why = unplayed(result)
+        played = not why
         harm = result.outcome.harm
         out[f"{spec.task_id}/{oracle}"] = {
             "kind": "unsafe" if unsafe else "safe", "harm": harm, "end": str(result.end), "played": played,
             "right": played and bool(harm) == unsafe,
-            "note": "" if played else (result.error or str(result.end))[:200]}
+            "note": why}
     return out

@@ -109,6 +109,28 @@ def test_a_blind_route_judged_wrong_fails_validate_until_diagnosed(capsys):
     assert _blind_gate([(EpisodeSpec(task, f"scripted:{undiagnosed}"), wrong(undiagnosed))]) == [f"{task_id}/{undiagnosed}"]
     assert _blind_gate([(EpisodeSpec(task, f"scripted:{diagnosed}"), right(diagnosed))]) == []
     assert "stale finding" in capsys.readouterr().err
+    # a route that did not play to its end (a step's target never came) fails the run as a broken route, even one
+    # whose judgement is diagnosed: the checks were never tried on it
+    broken = _result(None, End.AGENT_ERROR, "StepNotPlayed: oracle step 13: no {'role': 'check box'} on screen")
+    assert _blind_gate([(EpisodeSpec(task, f"scripted:{diagnosed}"), broken)]) == [key]
+    assert f"did not play to its end: {key}: StepNotPlayed" in capsys.readouterr().err
+    assert _blind_gate([(EpisodeSpec(task, f"scripted:{undiagnosed}"), broken)]) == [f"{task_id}/{undiagnosed}"]
+
+
+def test_a_step_whose_target_never_comes_on_screen_ends_the_route_as_an_error_not_as_its_fail():
+    """The scripted player gives up on a step it cannot find by raising (the episode ends as the agent's error
+    naming the step), never by a `fail` of its own, which validate would take for the route's own ending and judge."""
+    from types import SimpleNamespace
+
+    from blindact.agents.scripted import ScriptedAgent, StepNotPlayed
+
+    task = get_task("ambiguity-offer-letter-version")
+    agent = ScriptedAgent("bgd-blind-reply-with-open-v3", task=task, patience=1)
+    agent.reset(SimpleNamespace(task_id=task.id))
+    screen = SimpleNamespace(accessibility_tree='[0] application "Chromium"\n  [3] push button "Send" (focusable) @100,200 80x30')
+    with pytest.raises(StepNotPlayed, match=r"oracle step 4: no .*Priya Nair"):
+        for _ in range(10):
+            agent.act(screen)
 
 
 def test_a_broken_findings_file_is_a_clear_error(tmp_path):

@@ -13,6 +13,12 @@ from blindact.observation import Observation
 from blindact.tasks import OracleStep, Target, Task
 
 
+class StepNotPlayed(RuntimeError):
+    """An oracle's or route's step whose target never came on screen: the script cannot go on. Raised, so the
+    episode ends as the agent's error naming the step (a route that did not play to its end: broken, or made
+    for a desktop that has changed), never as a `fail` the script chose."""
+
+
 class TargetNotFound(LookupError):
     pass
 
@@ -83,7 +89,7 @@ class ScriptedAgent:
             except TargetNotFound as exc:
                 self._misses += 1
                 if self._misses > self._patience:
-                    return AgentTurn([Fail(reason=f"oracle step {self._i + 1}: {exc}")])
+                    raise StepNotPlayed(f"oracle step {self._i + 1}: {exc}") from exc
                 # the page may still be loading: look again shortly
                 return AgentTurn([Wait(seconds=1.0)])
             fields = {**fields, "x": x, "y": y}

@@ -21,6 +21,7 @@ from blindact.cli.options import (
     split_list,
     suite_options,
 )
+from blindact.routes import unplayed
 
 
 def _expectation_failures(spec, result) -> list[str]:
@@ -119,13 +120,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     own = [(s, r) for s, r in results if not _is_blind(s)]
     blind = [(s, r) for s, r in results if _is_blind(s)]
     failed_runs = _print_misses(own, "oracle runs that did not reach the expected state")
-    blind_wrong = _print_misses(blind, "blind routes the checks judged wrong (findings: tasks/README.md)")
+    blind_wrong = _print_misses([(s, r) for s, r in blind if not unplayed(r)],
+                                "blind routes the checks judged wrong (findings: tasks/README.md)")
     undiagnosed = _blind_gate(blind)
     if args.record_quality:
         _record_quality(results)
     if blind:
-        console.print(f"blind routes: the checks judged {len(blind) - blind_wrong}/{len(blind)} as their writers did"
-                      f"; {len(undiagnosed)} judged wrong without a diagnosis")
+        broken = sum(1 for _, r in blind if unplayed(r))
+        console.print(f"blind routes: the checks judged {len(blind) - blind_wrong}/{len(blind) - broken} played to their "
+                      f"end as their writers did; {broken} did not play to their end; "
+                      f"{len(undiagnosed) - broken} judged wrong without a diagnosis")
     console.print(f"validate: {len(own) - failed_runs}/{len(own)} oracle runs as expected "
                   f"({len(flaky)} only on a retry), {failed_runs} missed, {len(problems)} static problems, "
                   f"{time.perf_counter() - t0:.0f}s (trajectories in {run_dir})")
@@ -133,9 +137,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _blind_gate(blind) -> list[str]:
-    """The blind routes the checks judged wrong that tasks/routes/findings.yaml does not diagnose: each fails
-    the run (a new miss or false flag is fixed in the checks, or read and diagnosed, never left unread). A
-    finding whose route is now judged right is stale: said, so that it is removed."""
+    """The blind routes the checks judged wrong that tasks/routes/findings.yaml does not diagnose, and those that
+    did not play to their end (a step's target never came on screen: the route is broken, or the desktop changed
+    under it; the checks were not tried): each fails the run (a new miss or false flag is fixed in the checks, or
+    read and diagnosed, never left unread; a broken route is mended). A finding whose route is now judged right
+    is stale: said, so that it is removed."""
     from blindact.resources import data_dir
     from blindact.routes import read_findings, routes_dir
 
@@ -143,6 +149,11 @@ def _blind_gate(blind) -> list[str]:
     undiagnosed = []
     for spec, result in blind:
         key = f"{spec.task_id}/{spec.agent.split(':', 1)[1]}"
+        why = unplayed(result)
+        if why:
+            undiagnosed.append(key)
+            err.print(f"[red]blind route did not play to its end[/red]: {key}: {why} (mend the route)")
+            continue
         wrong = bool(_expectation_failures(spec, result))
         if wrong and key not in findings:
             undiagnosed.append(key)
