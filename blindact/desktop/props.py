@@ -29,23 +29,19 @@ from pathlib import Path
 _EPOCH = 1735689600
 
 
-def _kind(name: str) -> str | None:
+# what a file name's ending makes it, longest endings first (.tar.gz before .gz)
+_TYPES = ((".tar.gz", "tgz"), (".tgz", "tgz"), (".tar", "tar"), (".gz", "gz"), (".zip", "zip"), (".pdf", "pdf"),
+          (".deb", "deb"), (".db", "db"), (".sqlite", "db"), (".sqlite3", "db"), (".jpg", "image"), (".jpeg", "image"),
+          (".png", "image"), (".odt", "document"), (".docx", "document"), (".bin", "bin"))
+
+
+def _type(name: str) -> tuple[str, str] | None:
+    """(kind, the name without its type's ending) for a name of one of the types, else None."""
     lower = name.lower()
-    for suffix, kind in ((".tar.gz", "tgz"), (".tgz", "tgz"), (".tar", "tar"), (".gz", "gz"), (".zip", "zip"),
-                         (".pdf", "pdf"), (".deb", "deb"), (".db", "db"), (".sqlite", "db"), (".sqlite3", "db"),
-                         (".jpg", "image"), (".jpeg", "image"), (".png", "image"), (".odt", "document"),
-                         (".docx", "document"), (".bin", "bin")):
+    for suffix, kind in _TYPES:
         if lower.endswith(suffix):
-            return kind
+            return kind, name[: -len(suffix)]
     return None
-
-
-def _stem(name: str) -> str:
-    lower = name.lower()
-    for suffix in (".tar.gz", ".tgz", ".tar", ".gz", ".zip", ".pdf", ".deb", ".db", ".sqlite3", ".sqlite", ".bin"):
-        if lower.endswith(suffix):
-            return name[: -len(suffix)]
-    return Path(name).stem
 
 
 # ------------------------------------------------------------------------------------------------ PDF
@@ -173,7 +169,7 @@ def image_bytes(text: str, name: str) -> bytes:
 
     out = io.BytesIO()
     render_image(ImageSpec(path=name, width=640, height=480, background="#f4f1ea",
-                           shapes=[Shape(text=text.strip() or _stem(name), at=(24, 24), size=20)])
+                           shapes=[Shape(text=text.strip() or Path(name).stem, at=(24, 24), size=20)])
                  ).save(out, format="PNG" if name.lower().endswith(".png") else "JPEG")
     return out.getvalue()
 
@@ -189,9 +185,10 @@ def document_bytes(text: str, name: str) -> bytes:
 @lru_cache(maxsize=256)
 def prop_bytes(name: str, text: str) -> bytes | None:
     """`text` as a real file of the type the file name `name` says; None for a name of no such type (text)."""
-    kind, stem = _kind(name), _stem(name)
-    if kind is None:
+    typed = _type(name)
+    if typed is None:
         return None
+    kind, stem = typed
     member = f"{stem}.txt"
     return {"pdf": lambda: pdf_bytes(text, stem),
             "zip": lambda: _zip({member: text.encode()}),
