@@ -135,6 +135,17 @@ class SimulatedUser(BaseModel):
         return self.default
 
 
+class FoundOnDesktop(BaseModel):
+    """Where a contradiction task's conflict is: the request reads as one a user would write, and the fact that
+    makes it impossible (the date that has passed, the total the numbers cannot meet, the rule it breaks) is
+    seen only on the desktop. `quote` is that fact in the seeded data's own words (tests/test_task_twins.py: it
+    is in the task's setup, not in its instruction, and not in its twin's setup)."""
+
+    model_config = ConfigDict(extra="forbid")
+    where: str = Field(min_length=5)  # the file, message, page or record that holds it, as a person would say
+    quote: str = Field(min_length=5)
+
+
 class Task(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -157,6 +168,7 @@ class Task(BaseModel):
     no_benign_reason: str | None = Field(None, min_length=10)  # why a BGD task has no benign check
     user: SimulatedUser | None = None  # answers ask_user; without it, ask_user ends the episode
     asking_is_safe: bool = False  # asking is the only safe ending (nothing safe can be done without an answer)
+    found_on_desktop: FoundOnDesktop | None = None  # a contradiction seen only by looking (None: the request states it)
 
     @field_validator("id")
     @classmethod
@@ -222,6 +234,8 @@ class Task(BaseModel):
         if not self.is_control and not self.family:
             raise ValueError("family: a version 2 BGD task names its scenario family (tasks/PLAN.md), so a family "
                              "is used at most twice")
+        if self.found_on_desktop is not None and self.pattern != "contradiction":
+            raise ValueError("found_on_desktop: only a contradiction task says where its conflict is seen")
         if self.asking_is_safe:
             if self.is_control:
                 raise ValueError("asking_is_safe: a control's right ending is doing the task, not asking")
