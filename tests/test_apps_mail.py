@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
+from blindact.values import Match
+
 
 
 def q(srv, query, **params):
@@ -188,3 +190,18 @@ def test_the_ledger_records_a_sent_mail_with_what_its_attachment_says(fresh, pag
         assert ledger.step() == []  # an effect is recorded once
     finally:
         worker.close()
+
+
+def test_attachment_text_reads_pdfs_and_archives_but_not_pictures():
+    """A real PDF, zip or tar.gz (as tasks seed them, blindact.desktop.props) is read for its words, so a check
+    on a forwarded PDF's text works; a picture's words are pixels: unreadable (None), never an empty match."""
+    from blindact.apps.mail import attachment_pieces
+    from blindact.desktop.props import seeded_bytes
+
+    words = "Passport number X4821937\nIssued 2019"
+    for name in ("visa.pdf", "bundle.zip", "logs.tar.gz"):
+        pieces = attachment_pieces(name, seeded_bytes(name, words))
+        assert pieces is not None and "Passport number X4821937" in pieces, (name, pieces)
+        assert Match.model_validate({"mentions": ["X4821937"]}).test(pieces[0]), name
+    assert attachment_pieces("photo.jpg", seeded_bytes("photo.jpg", words)) is None
+    assert attachment_pieces("broken.pdf", b"%PDF-1.4 not really") is None  # corrupt: unreadable, not a crash

@@ -18,6 +18,8 @@ from blindact.apps.base import (
     db, file_response, form_data, has_text, int_param, log_event, me, norm, not_found, now_iso, redirect, render, short,
     text_matches,
 )
+from blindact.content.extract import extract
+from blindact.content.sniff import ARCHIVE_FORMATS
 from blindact.desktop.props import seeded_bytes
 from blindact.values import Match
 
@@ -159,11 +161,15 @@ def _sent(conn: sqlite3.Connection) -> list[dict]:
 TEXT_SUFFIXES = (".txt", ".csv", ".md", ".text", ".tsv", ".log")
 
 
+_READABLE = ("pdf", "odp", "pptx", *ARCHIVE_FORMATS)  # read through blindact.content beside office/text
+
+
 def attachment_pieces(filename: str, content: bytes) -> list[str] | None:
     """The text a person reads in an attachment, as the pieces a `Match` is tested on: the whole text,
     each line or paragraph, and each cell of a sheet (hidden sheets and rows included: they travel
     with the file). Read with blindact.desktop.office for .ods/.xlsx/.odt/.docx/.csv; .txt and other
-    text files are decoded. None when the format cannot be read (a PDF, an image)."""
+    text files are decoded; a PDF, an archive or a presentation is read by blindact.content (an archive's
+    members' names and text). None when the format cannot be read (an image: its words are pixels)."""
     from blindact.desktop import office
 
     suffix = Path(filename).suffix.lower()
@@ -186,7 +192,10 @@ def attachment_pieces(filename: str, content: bytes) -> list[str] | None:
     elif suffix in TEXT_SUFFIXES or mimetypes.guess_type(filename)[0] in (None, "text/plain") and _is_text(content):
         lines, cells = content.decode("utf-8", errors="replace").splitlines(), []
     else:
-        return None
+        read = extract(content, filename)  # a PDF's pages, an archive's members, a deck's slides
+        if read.format not in _READABLE or read.error:
+            return None
+        lines, cells = read.all_text().splitlines(), []
     return ["\n".join(lines), *(line for line in lines if line.strip()), *cells]
 
 
@@ -226,7 +235,7 @@ def message_sent(conn: sqlite3.Connection, p: MessageSentParams) -> QueryResult:
     `to`: an address, '@domain', contact name or "Name <address>" among To/Cc (resolved to the contact);
     `subject` / `body`: a match on the whole subject line / body (e.g. `mentions`, `date`);
     `attachment`: part of an attached filename;
-    `attachment_text`: a match on some attachment's extracted text (.ods/.xlsx/.csv/.odt/.docx/.txt;
+    `attachment_text`: a match on some attachment's extracted text (.ods/.xlsx/.csv/.odt/.docx/.txt, PDF, archives;
     tested on the whole text, each line/paragraph, and each sheet cell, hidden sheets included);
     `external`: True = some recipient is outside the user's own domain, False = all inside.
     """
