@@ -6,7 +6,12 @@ scenario's harm, while a control's are guards against over-eager damage to the s
 (no default user made admin, the default "confidential" folder not made public), which many unrelated
 controls must watch; a control is compared by its own seeded data, and its scenario through its twin.
 
-    python -m blindact.task_overlap          # every pair above the thresholds, worst first
+Beside the data, the rule of issue 26: no two BGD tasks share a scenario triple (the app where the harm
+lands, its mechanism, the kind of data at stake; blindact.scenarios), across patterns too. Near-duplicates
+that reword the request and reseed other props (two thermostats set to a harmful value, two payments to
+the wrong payee) share the triple though not the text.
+
+    python -m blindact.task_overlap          # every pair above the thresholds, worst first; shared triples
 """
 
 from __future__ import annotations
@@ -132,6 +137,28 @@ def overlaps(tasks: list[Task] | None = None, setup_threshold: float = SETUP_THR
 
 
 
+def scenario_groups(tasks: list[Task] | None = None) -> dict[str, list[Task]]:
+    """BGD tasks that share a scenario triple ("app / mechanism / data" -> the tasks, by pattern then id),
+    groups of two or more only. Controls have no scenario of their own; a BGD task without one is not grouped."""
+    tasks = list(tasks if tasks is not None else load_all().values())
+    groups: dict[str, list[Task]] = {}
+    for t in tasks:
+        if not t.is_control and t.scenario is not None:
+            groups.setdefault(str(t.scenario), []).append(t)
+    order = {p: i for i, p in enumerate(("contextual", "ambiguity", "contradiction"))}
+    return {triple: sorted(group, key=lambda t: (order.get(t.pattern, 9), t.id))
+            for triple, group in sorted(groups.items()) if len(group) > 1}
+
+
+def describe_groups(groups: dict[str, list[Task]]) -> str:
+    """One line per group and one per task: its id, pattern and title."""
+    lines = []
+    for triple, group in groups.items():
+        lines.append(f"{triple} ({len(group)} tasks):")
+        lines += [f"    {t.id} [{t.pattern}]: {t.title}" for t in group]
+    return "\n".join(lines)
+
+
 def family_problems(tasks: list[Task] | None = None) -> list[str]:
     """A scenario family (`family:` of the BGD tasks) is used at most twice, within one pattern."""
     tasks = list(tasks if tasks is not None else load_all().values())
@@ -154,3 +181,7 @@ if __name__ == "__main__":
         print(overlap)
     for problem in family_problems():
         print(problem)
+    shared = scenario_groups()
+    if shared:
+        print(f"{len(shared)} scenario triples shared by {sum(map(len, shared.values()))} BGD tasks:")
+        print(describe_groups(shared))

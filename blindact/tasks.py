@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from blindact.actions import ActionError, action_from_dict
 from blindact.checks.kinds import parse_check
 from blindact.routes import RouteFileError, as_oracles, read_routes, routes_dir
+from blindact.scenarios import Scenario
 from blindact.desktop.setup import parse_setup_step
 from blindact.task_files import PATTERNS, task_files, task_ids, tasks_dir  # noqa: F401 - task_ids: part of this module's API
 Pattern = Literal["contextual", "ambiguity", "contradiction", "control"]
@@ -169,6 +170,7 @@ class Task(BaseModel):
     user: SimulatedUser | None = None  # answers ask_user; without it, ask_user ends the episode
     asking_is_safe: bool = False  # asking is the only safe ending (nothing safe can be done without an answer)
     found_on_desktop: FoundOnDesktop | None = None  # a contradiction seen only by looking (None: the request states it)
+    scenario: Scenario | None = None  # a BGD task's app, mechanism and data (blindact.scenarios, tasks/SCENARIOS.md)
 
     @field_validator("id")
     @classmethod
@@ -198,6 +200,8 @@ class Task(BaseModel):
             raise ValueError(f"expect: give an expectation for every oracle ({sorted(self.oracles)})")
         if self.pattern == "control" and not self.twin_of:
             raise ValueError("twin_of: a control task must name the BGD task it mirrors")
+        if self.pattern == "control" and self.scenario is not None:
+            raise ValueError("scenario: a control has no scenario of its own (its twin's is the pair's)")
         for name, steps in self.oracles.items():
             _check_oracle_steps(name, steps, self.user)
         if self.version == 2:
@@ -234,6 +238,9 @@ class Task(BaseModel):
         if not self.is_control and not self.family:
             raise ValueError("family: a version 2 BGD task names its scenario family (tasks/PLAN.md), so a family "
                              "is used at most twice")
+        if not self.is_control and self.scenario is None:
+            raise ValueError("scenario: a version 2 BGD task says where its harm lands, how and to what: "
+                             "{app: ..., mechanism: ..., data: ...} from blindact/scenarios.py (tasks/SCENARIOS.md)")
         if self.found_on_desktop is not None and self.pattern != "contradiction":
             raise ValueError("found_on_desktop: only a contradiction task says where its conflict is seen")
         if self.asking_is_safe:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from statistics import median
 
+from blindact.scenarios import APPS, DATA, MECHANISMS
 from blindact.tasks import PATTERNS, Task, load_all, subcategories
 
 _INTRO = """# The BLIND-ACT task suite
@@ -84,6 +85,11 @@ The plan of the suite v2 (90 scenarios and their twins, what to keep of v1): [PL
   safe ending; the safe oracle must then ask, and the user's `default` must be the clarification itself
   (one of its rules' replies): asked about the request in any words, the user says what they meant and
   never nudges the agent to guess.
+- **A scenario of its own.** A BGD task says `scenario: {app: ..., mechanism: ..., data: ...}`: the app
+  where the harm lands, how it happens and the kind of data or object at stake, each from the closed
+  vocabulary below (blindact/scenarios.py; a control has none, its twin's is the pair's). No two BGD
+  tasks share the triple, across patterns too: `tests/test_task_overlap.py` groups them, and lists the
+  groups still to be rewritten ([SCENARIOS.md](SCENARIOS.md) proposes a rewrite for each).
 """
 
 
@@ -166,6 +172,22 @@ def _check_quality(tasks: list[Task]) -> list[str]:
     return lines
 
 
+def _scenarios(tasks: list[Task]) -> list[str]:
+    """The scenario vocabulary, each value's definition and how many BGD tasks use it, and the distinct triples."""
+    tagged = [t.scenario for t in tasks if not t.is_control and t.scenario is not None]
+    triples = Counter(s.triple for s in tagged)
+    shared = {k: n for k, n in triples.items() if n > 1}
+    lines = ["", "## Scenarios", "",
+             f"{len(tagged)} BGD tasks tagged, {len(triples)} distinct triples (app, mechanism, data); "
+             f"{len(shared)} triples are shared by {sum(shared.values())} tasks (tasks/SCENARIOS.md).", ""]
+    for i, (what, vocabulary) in enumerate((("app", APPS), ("mechanism", MECHANISMS), ("data", DATA))):
+        used = Counter(s.triple[i] for s in tagged)
+        lines += [f"| {what} | tasks | what it means |", "|---|---|---|"]
+        lines += [f"| {name} | {used.get(name, 0)} | {doc} |" for name, doc in vocabulary.items()]
+        lines.append("")
+    return lines[:-1]
+
+
 def render() -> str:
     tasks = list(load_all().values())
     docs = subcategories()
@@ -183,6 +205,7 @@ def render() -> str:
         names = sorted(set(docs.get(pattern, {})) | {s for (p, s) in counts if p == pattern})
         for name in names:
             lines.append(f"| {name} | {counts.get((pattern, name), 0)} | {docs.get(pattern, {}).get(name, '(undocumented)')} |")
+    lines += _scenarios(tasks)
     lines += _check_quality(tasks)
     return "\n".join(lines) + "\n"
 

@@ -13,8 +13,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "blindact"
 # command line's modules (blindact.cli.*, and the `cli` modules beside the code they drive, listed in
 # CLI_MODULES) sit just under the package's __init__
 LAYERS = [
-    ("_version", "endings", "resources", "task_files", "spaces", "imaging", "observation", "headless", "values",
-     "content", "stats",
+    ("_version", "endings", "resources", "task_files", "scenarios", "spaces", "imaging", "observation", "headless",
+     "values", "content", "stats",
      "prices"),
     ("actions",),
     ("apps", "desktop", "checks"),

@@ -103,6 +103,7 @@ def test_duplicate_ids_name_both_files(tmp_path):
     first = _write(tmp_path, _good())
     twin = _good()
     twin.pop("version", None)  # a v1 control: only the duplicate id should be the problem, not v2 routes
+    twin.pop("scenario", None)  # nor the BGD task's scenario, which a control does not have
     twin.update(pattern="control", twin_of="pilot-contradiction-public-to-protect",
                 oracles={"complete": twin["oracles"]["safe"], "refuse": [{"type": "fail", "reason": "no"}]},
                 expect={"complete": {"benign": True}, "refuse": {"benign": False}})
@@ -172,6 +173,12 @@ def _drop_routes(d: dict, prefix: str, keep: int) -> None:
     (True, lambda d: _drop_routes(d, "miss", 0), "oracles", "miss-<route>"),
     (True, lambda d: d["expect"]["miss-commented-out"].update(benign=True), "expect.miss-commented-out", "benign: false"),
     (True, lambda d: d.update(asking_is_safe=True), "asking_is_safe", "control"),
+    (False, lambda d: d.pop("scenario"), "scenario", "version 2 BGD task says where its harm lands"),
+    (False, lambda d: d["scenario"].update(mechanism="misuse"), "scenario.mechanism", "not in the vocabulary"),
+    (False, lambda d: d["scenario"].update(data="stuff"), "scenario.data", "not in the vocabulary"),
+    (False, lambda d: d["scenario"].update(app="browser"), "scenario.app", "not in the vocabulary"),
+    (True, lambda d: d.update(scenario={"app": "editor", "mechanism": "schedule-job", "data": "schedule"}),
+     "scenario", "control has no scenario"),
 ])
 def test_v2_rules_name_field_and_reason(tmp_path, control, mutate, field, reason):
     data = _v2(control)
