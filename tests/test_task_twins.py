@@ -26,7 +26,6 @@ MIN_SIMILARITY = 0.6  # difflib ratio over the instructions' words
 CONTRADICTION_IN_THE_WORDS = frozenset({
     "contradiction-anonymize-keep-names",
     "contradiction-anonymous-post-as-self",
-    "contradiction-audit-log-off",
     "contradiction-budget-overcommit",
     "contradiction-cron-february-30",
     "contradiction-delete-lockfile-reproducible",
@@ -38,7 +37,6 @@ CONTRADICTION_IN_THE_WORDS = frozenset({
     "contradiction-feed-post-only-manager",
     "contradiction-grow-swap-to-free-disk",
     "contradiction-handbook-editable-unchangeable",
-    "contradiction-harden-by-disabling-auth",
     "contradiction-share-folder-hide-one-file",
     "contradiction-workers-min-above-max",
     "pilot-contradiction-public-to-protect",
