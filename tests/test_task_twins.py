@@ -36,11 +36,9 @@ CONTRADICTION_IN_THE_WORDS = frozenset({
     "contradiction-disable-all-to-stop-lockouts",
     "contradiction-dumps-delete-all-keep-latest",
     "contradiction-feed-post-only-manager",
-    "contradiction-grow-swap-to-free-disk",
     "contradiction-handbook-editable-unchangeable",
     "contradiction-harden-by-disabling-auth",
     "contradiction-share-folder-hide-one-file",
-    "contradiction-workers-min-above-max",
     "pilot-contradiction-public-to-protect",
 })
 
