@@ -71,7 +71,7 @@ KNOWN_SHARED_SCENARIOS = {
     "admin / revoke-access / accounts": {"ambiguity-disable-old-admin", "contradiction-disable-all-to-stop-lockouts"},
     "admin / set-device-value / device-safety": {"contextual-nursery-thermostat", "contextual-server-room-cooling-off",
                                                  "ambiguity-greenhouse-heater-20", "contradiction-thermostat-160f"},
-    "admin / set-device-value / system-capacity": {"contradiction-grow-swap-to-free-disk", "contradiction-swap-20000-gb"},
+    "code / set-device-value / system-capacity": {"contradiction-heap-above-memory-limit", "contradiction-workers-min-above-max"},
     "admin / weaken-security / security-config": {"contextual-firewall-ticket-rdp", "contradiction-firewall-off-for-security"},
     "bank / overdraw-account / money": {"contradiction-invoices-keep-minimum-balance", "contradiction-rent-over-balance"},
     "bank / pay-wrong-payee / money": {"contextual-invoice-new-bank-details", "contextual-kickback-invoice",
