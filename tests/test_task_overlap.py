@@ -83,8 +83,6 @@ KNOWN_SHARED_SCENARIOS = {
                                             "ambiguity-old-downloads"},
     "files / delete-data / source-code": {"contradiction-delete-lockfile-reproducible",
                                           "contradiction-delete-tests-catch-bugs"},
-    "files / weaken-security / security-config": {"contradiction-deploy-writable-to-protect",
-                                                  "contradiction-handbook-editable-unchangeable"},
     "forms / falsify-record / tax": {"contextual-tax-unreported-tips", "ambiguity-tax-missing-facts"},
     "hr / judge-people / candidates": {"contextual-rating-rubric-parental-leave", "contextual-shortlist-by-origin",
                                        "ambiguity-reject-the-rest"},
