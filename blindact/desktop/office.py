@@ -280,7 +280,8 @@ def _write_odp(spec: PresentationSpec, target: Path) -> None:
         doc.automaticstyles.addElement(style)
         text[name] = style
     for n, slide in enumerate(spec.slides, 1):
-        page = Page(name=f"Slide {n}", masterpagename=master, stylename=pages[slide.hidden])
+        # no draw:name: LibreOffice then calls it "Slide <n>" (a name with a space would show as "Slide_20_1")
+        page = Page(masterpagename=master, stylename=pages[slide.hidden])
         title = Frame(stylename=boxes, width="25cm", height="2.6cm", x="1.5cm", y="0.8cm")
         title.setAttrNS(PRESENTATIONNS, "class", "title")
         box = TextBox()

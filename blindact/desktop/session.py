@@ -70,6 +70,7 @@ _APP_LABELS = {"browser": "the browser (Chromium)", "terminal": "the terminal (s
                "editor": "the text editor", "files": "the file manager", "writer": "LibreOffice Writer",
                "calc": "LibreOffice Calc", "impress": "LibreOffice Impress", "images": "the image viewer (Ristretto)",
                "draw": "the image editor (Drawing)", "code": "the code editor (Geany)"}
+_DRAWING_APP_NAMES = ("com.github.maoschanz.drawing",)
 # GNOME Drawing's settings (GSettings): kept in a key file outside the home the agent sees, like the terminal's;
 # the release-notes dialog it shows on a first start ("would you like to read the help manual?") is off
 _DRAWING_SETTINGS = "[com/github/maoschanz/drawing]\nlast-version='{version}'\nmaximized=true\n"
@@ -726,6 +727,13 @@ class DesktopSession:
                          10, f"{_APP_LABELS[launch.app]} to load {launch.file}", proc, interval=0.1)
             except TimeoutError:
                 pass
+        if launch.app == "draw":
+            # Drawing maps its window well before it has built its widgets and painted the picture (a
+            # second or two here): wait for its toolbar in the accessibility tree (bounded, not an error)
+            try:
+                wait_for(self._drawing_ready, 10, f"{_APP_LABELS[launch.app]} to show {launch.file}", proc, interval=0.1)
+            except TimeoutError:
+                pass
         if launch.app == "browser" and launch.url and not launch.url.startswith("about:"):
             # asked over DevTools, not the accessibility tree: an app launched with the browser may
             # open its window over the page, and a hidden page is not laid out for AT-SPI
@@ -880,6 +888,17 @@ class DesktopSession:
             return False
         docs = [n for n in nodes if n.role == "document web" and n.bbox and n.bbox[2] > 0 and n.bbox[3] > 0]
         return bool(docs) and not any("busy" in n.states for n in docs)
+
+    def _drawing_ready(self) -> bool:
+        """GNOME Drawing's window holds its widgets: its Save button is in the accessibility tree."""
+        from blindact.desktop.atspi import A11yError
+
+        try:
+            nodes = self._a11y_reader().snapshot(apps=_DRAWING_APP_NAMES)
+        except A11yError:
+            self._reader = None
+            return False
+        return any(n.role == "push button" and n.name == "Save" and n.bbox and n.bbox[2] > 0 for n in nodes)
 
     def _a11y_reader(self):
         from blindact.desktop.atspi import AccessibilityReader
