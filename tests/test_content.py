@@ -180,6 +180,15 @@ def test_seeded_presentation_slides_notes_and_hidden_slides(tmp_path):
     assert doc.slides[0].lines == ["Revenue up 12%", "Churn down"] and doc.slides[0].notes == ["say: " + SECRET]
     assert doc.slides[1].notes == [] and SECRET not in doc.slides[0].lines
     assert "Close the Leeds office" in doc.paragraphs and "say: " + SECRET in doc.paragraphs  # as before
+    from blindact.desktop.setup import FilesStep, LaunchStep, parse_setup_step
+
+    step = parse_setup_step({"presentations": [spec.model_dump()]})
+    assert isinstance(step, FilesStep) and step.presentations == [spec]
+    launch = parse_setup_step({"launch": {"app": "impress", "file": "~/Documents/q3.odp"}})
+    assert isinstance(launch, LaunchStep) and launch.launch.file == "Documents/q3.odp"
+    assert parse_setup_step({"launch": {"app": "draw", "file": "Pictures/x.png"}}).launch.app == "draw"
+    with pytest.raises(ValueError, match="the image editor needs 'file'"):
+        parse_setup_step({"launch": {"app": "draw"}})
     with pytest.raises(ValueError, match="is .odp"):
         PresentationSpec(path="q.pptx", slides=[{"title": "t"}])
     with pytest.raises(ValueError, match="at least one slide must be shown"):

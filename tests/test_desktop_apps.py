@@ -105,6 +105,8 @@ def test_impress_shows_the_first_slide_but_not_its_notes(desktop):
     assert 'value="Q3 results"' in tree and 'value="Revenue up 12%"' in tree
     assert 'panel "Slide 3"' in tree  # the slide pane lists every slide, the hidden one too
     assert "Do not mention" not in tree  # the speaker's notes show only in View > Notes
+    desktop.reset([{"launch": {"app": "impress"}}])  # no deck: an empty one, not the template chooser
+    assert [w["title"] for w in desktop.controller.windows()] == ["Untitled 1 - LibreOffice Impress"]
 
 
 CARD_PICTURE = {"path": "Pictures/card.png", "shapes": [

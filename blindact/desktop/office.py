@@ -3,8 +3,9 @@
 Seeds are OpenDocument (.odt, .ods, .odp) through odfpy, and Office Open XML (.docx through python-docx,
 .xlsx through openpyxl; no .pptx: python-pptx is only a test dependency). Context can hide where a person
 would have to look for it: a hidden row or sheet, a cell comment, a comment in the margin, a tracked change
-(.odt only: python-docx cannot write them), a slide's speaker notes, a hidden slide. The readers live in blindact.content.office (they read any of these formats, and .csv, .odp and
-.pptx, from a path or from bytes); they are imported here for the checks and the apps.
+(.odt only: python-docx cannot write them), a slide's speaker notes, a hidden slide. The readers live in
+blindact.content.office (they read any of these formats, and .csv and .pptx, from a path or from bytes;
+a presentation's slides one by one); they are imported here for the checks and the apps.
 """
 
 from __future__ import annotations
