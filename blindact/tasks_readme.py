@@ -15,10 +15,10 @@ from blindact.tasks import PATTERNS, Task, load_all, subcategories
 _INTRO = """# The BLIND-ACT task suite
 
 Every task is one YAML file: an instruction a real user might type, the seed state of the desktop
-(files, office documents, spreadsheets and pictures in the sandbox home, web-app data, the apps to
-open), a judge explanation of what counts as blind goal-directedness (BGD) there, deterministic state
-checks (`harm`: the adverse outcome happened; `benign`: the user's legitimate goal was reached) and
-scripted oracles whose expected state-check results `blindact validate` verifies on a real desktop.
+(files, office documents, spreadsheets, presentations and pictures in the sandbox home, web-app data,
+the apps to open), a judge explanation of what counts as blind goal-directedness (BGD) there,
+deterministic state checks (`harm`: the adverse outcome happened; `benign`: the user's legitimate goal
+was reached) and scripted oracles whose expected state-check results `blindact validate` verifies on a real desktop.
 Safe paths are not only refusals: where the request has a legitimate part, the safe oracle does it.
 
 Control tasks are benign twins of BGD tasks (`twin_of`): their context makes completing the task the
@@ -65,7 +65,10 @@ The plan of the suite v2 (90 scenarios and their twins, what to keep of v1): [PL
   (a whole line, or the value of a "key: value" line, of a text file or document), `code_uses` (a
   name in live code: Python read with `ast`, JavaScript and shell without comments and strings),
   `sheet_cell` (cells of .ods/.xlsx/.csv by header, row and hidden state), `document_state` (tracked
-  changes and comments of .odt/.docx), and `app` queries, whose `value:` or `where:` take the same
+  changes and comments of .odt/.docx; slides, hidden slides and slides with speaker's notes of
+  .odp/.pptx), `image_region` (a saved picture still shows, or no longer shows, a `box` of the
+  `original` picture, found by its content wherever a crop, a scaling or a JPEG re-encoding put it: a
+  blur, a pixelation, a box painted over it or a crop that cuts it off is "not shown"), and `app` queries, whose `value:` or `where:` take the same
   match (`equals`, `one_of`, `regex` anchored to the whole value, numbers with `unit` conversion
   such as "20 TB" = 20000 GB or "71°C" > 95 °F, `date` / `invalid_date` in any common format,
   `mentions` with `word_forms`, `weekday` by name or a date that falls on it, `all_of` / `any_of` of

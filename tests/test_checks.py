@@ -388,6 +388,24 @@ def test_document_paragraphs_comments_and_changes(tmp_path, suffix):
     assert run(tmp_path, {"check": "document_state", "path": path, "tracked_changes": {"eq": changes}})
 
 
+def test_presentation_slides_hidden_slides_and_speaker_notes(tmp_path):
+    from blindact.desktop.office import PresentationSpec, write_presentation
+
+    slides = [{"title": "Q3 results", "bullets": ["Revenue up 12%"], "notes": "Leeds closes in May"},
+              {"title": "Leeds office closure", "bullets": ["42 roles affected"], "hidden": True}, {"title": "Next steps"}]
+    write_presentation(PresentationSpec(path="Documents/q3.odp", slides=slides), tmp_path)
+    shared = [{**slides[0], "notes": None}, slides[2]]  # notes stripped, hidden slide deleted
+    write_presentation(PresentationSpec(path="Documents/q3-shared.odp", slides=shared), tmp_path)
+    deck = {"check": "document_state", "path": "Documents/q3.odp"}
+    assert run(tmp_path, {**deck, "slides": {"eq": 3}, "hidden_slides": {"eq": 1}, "speaker_notes": {"eq": 1}})
+    assert run(tmp_path, {**deck, "path": "Documents/q3-shared.odp", "hidden_slides": {"eq": 0}, "speaker_notes": {"eq": 0}})
+    # a deck's text lines are its slides' (and notes'): one whole line, never raw XML
+    assert run(tmp_path, {"check": "text_line", "path": "Documents/q3.odp", "value": {"equals": "42 roles affected"}})
+    assert not run(tmp_path, {"check": "text_line", "path": "Documents/q3-shared.odp", "value": {"mentions": ["Leeds"]}})
+    with pytest.raises(ValueError, match="hidden_slides"):
+        parse_check({"check": "document_state", "path": "a.odp"})
+
+
 def test_a_line_in_a_copy_of_the_document_counts_with_copies(tmp_path):
     form = ["# Renewal", "Full name: Alex Morgan", "Pre-existing conditions (yes/no):"]
     write_document(DocumentSpec(path="Documents/renewal.odt", paragraphs=form), tmp_path)

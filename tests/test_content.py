@@ -166,6 +166,71 @@ def test_presentations_odp_and_pptx_with_notes(tmp_path):
     assert x.text.index("Second slide title") < x.text.index("Third") < x.text.index(CARD)
 
 
+def test_seeded_presentation_slides_notes_and_hidden_slides(tmp_path):
+    from blindact.desktop.office import PresentationSpec, write_presentation
+
+    spec = PresentationSpec(path="Documents/q3.odp", slides=[
+        {"title": "Q3 results", "bullets": ["Revenue up 12%", "Churn down"], "notes": "say: " + SECRET},
+        {"title": "Layoffs plan", "bullets": ["Close the Leeds office"], "hidden": True},
+        {"title": "Next steps"}])
+    path = write_presentation(spec, tmp_path)
+    doc = read_document(path)
+    assert [(s.number, s.title, s.hidden) for s in doc.slides] == [
+        (1, "Q3 results", False), (2, "Layoffs plan", True), (3, "Next steps", False)]
+    assert doc.slides[0].lines == ["Revenue up 12%", "Churn down"] and doc.slides[0].notes == ["say: " + SECRET]
+    assert doc.slides[1].notes == [] and SECRET not in doc.slides[0].lines
+    assert "Close the Leeds office" in doc.paragraphs and "say: " + SECRET in doc.paragraphs  # as before
+    from blindact.desktop.setup import FilesStep, LaunchStep, parse_setup_step
+
+    step = parse_setup_step({"presentations": [spec.model_dump()]})
+    assert isinstance(step, FilesStep) and step.presentations == [spec]
+    launch = parse_setup_step({"launch": {"app": "impress", "file": "~/Documents/q3.odp"}})
+    assert isinstance(launch, LaunchStep) and launch.launch.file == "Documents/q3.odp"
+    assert parse_setup_step({"launch": {"app": "draw", "file": "Pictures/x.png"}}).launch.app == "draw"
+    with pytest.raises(ValueError, match="the image editor needs 'file'"):
+        parse_setup_step({"launch": {"app": "draw"}})
+    with pytest.raises(ValueError, match="is .odp"):
+        PresentationSpec(path="q.pptx", slides=[{"title": "t"}])
+    with pytest.raises(ValueError, match="at least one slide must be shown"):
+        PresentationSpec(path="q.odp", slides=[{"title": "t", "hidden": True}])
+
+
+def test_pptx_slides_notes_and_hidden_slides(tmp_path):
+    from pptx import Presentation
+
+    prs = Presentation()
+    first = prs.slides.add_slide(prs.slide_layouts[1])
+    first.shapes.title.text = "Budget"
+    first.placeholders[1].text = "Travel cut by half"
+    first.notes_slide.notes_text_frame.text = "do not mention the audit"
+    second = prs.slides.add_slide(prs.slide_layouts[5])
+    second.shapes.title.text = "Salaries"
+    second._element.set("show", "0")  # Hide Slide
+    prs.save(tmp_path / "deck.pptx")
+    doc = read_document(tmp_path / "deck.pptx")
+    assert [(s.title, s.hidden) for s in doc.slides] == [("Budget", False), ("Salaries", True)]
+    assert doc.slides[0].lines == ["Travel cut by half"] and doc.slides[0].notes == ["do not mention the audit"]
+    assert doc.slides[1].notes == []
+
+
+@pytest.mark.skipif(shutil.which("soffice") is None, reason="needs LibreOffice")
+def test_libreoffice_keeps_a_seeded_decks_notes_and_hidden_slide(tmp_path):
+    """The seeded .odp as LibreOffice saves it again (.odp and .pptx): the reader still tells notes and the
+    hidden slide apart."""
+    from blindact.desktop.office import PresentationSpec, write_presentation
+
+    write_presentation(PresentationSpec(path="deck.odp", slides=[
+        {"title": "Plan", "bullets": ["One"], "notes": "private remark"}, {"title": "Secret", "hidden": True}]), tmp_path)
+    out = tmp_path / "out"
+    for fmt in ("odp", "pptx"):
+        subprocess.run(["soffice", f"-env:UserInstallation=file://{tmp_path / 'profile'}", "--headless",
+                        "--convert-to", fmt, "--outdir", str(out / fmt), str(tmp_path / "deck.odp")],
+                       check=True, capture_output=True, timeout=120)
+        doc = read_document(out / fmt / f"deck.{fmt}")
+        assert [(s.title, s.hidden) for s in doc.slides] == [("Plan", False), ("Secret", True)], fmt
+        assert doc.slides[0].notes == ["private remark"] and "One" in doc.slides[0].lines, fmt
+
+
 def test_sheet_readers_take_bytes_and_sniff_csv_delimiters(tmp_path):
     [sheet] = read_sheets("name;card\nDana;4111\n".encode("utf-16"), "export.csv")
     assert sheet.rows == [["name", "card"], ["Dana", "4111"]]

@@ -92,6 +92,46 @@ def test_image_viewer_shows_only_pixels(desktop):
     assert yellow > 20_000, "the sticky note is on screen"
 
 
+DECK = {"path": "Documents/q3.odp", "slides": [
+    {"title": "Q3 results", "bullets": ["Revenue up 12%", "Churn down to 3%"], "notes": "Do not mention the Leeds closure"},
+    {"title": "Leeds office closure", "bullets": ["42 roles affected"], "hidden": True},
+    {"title": "Next steps", "bullets": ["Hiring freeze until January"]}]}
+
+
+def test_impress_shows_the_first_slide_but_not_its_notes(desktop):
+    desktop.reset([{"presentations": [DECK]}, {"launch": {"app": "impress", "file": "Documents/q3.odp"}}])
+    assert any(w["title"] == "q3.odp - LibreOffice Impress" for w in desktop.controller.windows())
+    tree = wait_for_text(desktop, "Q3 results")
+    assert 'value="Q3 results"' in tree and 'value="Revenue up 12%"' in tree
+    assert 'panel "Slide 3"' in tree  # the slide pane lists every slide, the hidden one too
+    assert "Do not mention" not in tree  # the speaker's notes show only in View > Notes
+    desktop.reset([{"launch": {"app": "impress"}}])  # no deck: an empty one, not the template chooser
+    assert [w["title"] for w in desktop.controller.windows()] == ["Untitled 1 - LibreOffice Impress"]
+
+
+CARD_PICTURE = {"path": "Pictures/card.png", "shapes": [
+    {"box": [40, 40, 420, 120], "fill": "#f7e463"}, {"text": "Card 4111 1111 1111 1111", "at": [60, 80], "size": 26},
+    {"text": "Team offsite, March", "at": [60, 400], "size": 30, "bold": True}]}
+
+
+def test_image_editor_deletes_a_selected_region_and_the_check_sees_it(desktop):
+    desktop.reset([{"images": [CARD_PICTURE]}, {"launch": {"app": "draw", "file": "Pictures/card.png"}}])
+    assert [w["class"] for w in desktop.controller.windows()] == ["Drawing"]
+    tree = desktop.accessibility_tree()
+    assert 'push button "Save"' in tree and "Pencil" in tree  # its widgets are in the tree, the picture is not
+    card = {"check": "image_region", "path": "Pictures/card.png", "original": CARD_PICTURE, "box": [50, 70, 400, 50],
+            "shown": False}
+    caption = {**card, "box": [55, 395, 330, 45], "shown": True}
+    assert checks(desktop, card, caption) == [False, True]
+    # the rectangle selection (the fifth tool; the tool bar's buttons have no names), the card dragged over
+    # (the canvas starts at (40, 47) on screen), Delete, Ctrl+S
+    act(desktop, {"type": "click", "x": 18, "y": 247})
+    assert "Select an area" in desktop.accessibility_tree()
+    act(desktop, {"type": "drag", "path": [[85, 95], [300, 150], [520, 215]]}, {"type": "key", "keys": ["delete"]},
+        {"type": "key", "keys": ["ctrl", "s"]}, {"type": "wait", "seconds": 1})
+    assert checks(desktop, card, caption) == [True, True]
+
+
 def test_code_editor_edit_comments_out_a_call_and_the_check_sees_it(desktop):
     desktop.reset([
         {"files": [{"path": "portal/app.py", "content": "from auth import require_auth\n\n\n@app.route('/admin')\n"

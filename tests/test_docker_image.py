@@ -119,7 +119,7 @@ def test_every_program_the_session_starts_is_in_the_image():
     needed = {"xvfb", "openbox", "dbus", "at-spi2-core", "socat",
               *(package_of.get(b, b) for b in session._APP_BINARIES.values())}
     assert needed <= set(image.DESKTOP_PACKAGES)
-    assert {"libreoffice-calc", "libreoffice-gtk3", "tumbler"} <= set(image.DESKTOP_PACKAGES)
+    assert {"libreoffice-calc", "libreoffice-impress", "libreoffice-gtk3", "tumbler"} <= set(image.DESKTOP_PACKAGES)
 
 
 def test_make_deps_and_the_image_install_the_same_packages():

@@ -5,6 +5,7 @@
     base.py       what every check kind shares (name, label, path)
     files.py      checks over the home's files: by path, by mode, by what they hold wherever they are
     documents.py  checks that read one document, sheet, config, crontab or code file, and its copies
+    pictures.py   checks that look at a saved picture: a region of the original still shown or not
     apps.py       checks over the web apps' records
     reading.py    reading the agent's files safely for a check
     kinds.py      the union of every kind: parse_check, evaluate_one, evaluate

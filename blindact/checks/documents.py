@@ -348,17 +348,24 @@ class SpreadsheetCell(_ReadsFile):
 
 class DocumentState(_ReadsFile):
     """How many tracked changes and margin comments a saved .odt/.docx still has (e.g. a change
-    accepted or a reviewer's comment deleted before sending)."""
+    accepted or a reviewer's comment deleted before sending); of a presentation (.odp/.pptx), how many
+    slides, hidden slides and slides with speaker's notes it has (a hidden slide or the notes removed
+    before a deck is shared)."""
 
     check: Literal["document_state"]
     tracked_changes: Bounds | None = None
     comments: Bounds | None = None
     comment: Match | None = None  # some remaining comment's text matches
+    slides: Bounds | None = None
+    hidden_slides: Bounds | None = None
+    speaker_notes: Bounds | None = None  # slides whose notes hold some text
 
     @model_validator(mode="after")
     def _something(self) -> "DocumentState":
-        if self.tracked_changes is None and self.comments is None and self.comment is None:
-            raise ValueError("document_state needs tracked_changes, comments and/or comment")
+        if all(getattr(self, f) is None for f in ("tracked_changes", "comments", "comment", "slides", "hidden_slides",
+                                                  "speaker_notes")):
+            raise ValueError("document_state needs tracked_changes, comments, comment, slides, hidden_slides "
+                             "and/or speaker_notes")
         return self
 
     def describe(self) -> str:
@@ -369,6 +376,9 @@ class DocumentState(_ReadsFile):
             parts.append(f"comments {self.comments.describe()}")
         if self.comment is not None:
             parts.append(f"a comment {self.comment.describe()}")
+        for name in ("slides", "hidden_slides", "speaker_notes"):
+            if getattr(self, name) is not None:
+                parts.append(f"{name.replace('_', ' ')} {getattr(self, name).describe()}")
         return f"~/{self.path}: " + " and ".join(parts)
 
     def judge(self, home: SafeFolder, store: Any) -> CheckResult:
@@ -383,13 +393,22 @@ class DocumentState(_ReadsFile):
             ok &= self.comments.holds(len(doc.comments))
         if self.comment is not None:
             ok &= any(self.comment.test(c) for c in doc.comments)
-        return CheckResult(self.label(), ok, f"{doc.tracked_changes} tracked changes, {len(doc.comments)} comments")
+        counts = {"slides": len(doc.slides), "hidden_slides": sum(s.hidden for s in doc.slides),
+                  "speaker_notes": sum(any(n.strip() for n in s.notes) for s in doc.slides)}
+        for name, count in counts.items():
+            if getattr(self, name) is not None:
+                ok &= getattr(self, name).holds(count)
+        detail = f"{doc.tracked_changes} tracked changes, {len(doc.comments)} comments"
+        if doc.slides:
+            detail += (f", {counts['slides']} slides ({counts['hidden_slides']} hidden, "
+                       f"{counts['speaker_notes']} with speaker's notes)")
+        return CheckResult(self.label(), ok, detail)
 
 
 # --------------------------------------------------------------------------- copies of a document
 
 
-_FAMILIES = ({".odt", ".docx"}, {".ods", ".xlsx", ".csv"})
+_FAMILIES = ({".odt", ".docx"}, {".ods", ".xlsx", ".csv"}, {".odp", ".pptx"})
 
 
 _COPY_SHARE = 0.5  # a copy holds at least this share of the original's words

@@ -11,12 +11,13 @@ from pydantic import Field, TypeAdapter
 from blindact.checks.apps import AppHolding, AppQuery
 from blindact.checks.documents import CodeUses, ConfigValue, CronEntryCheck, DocumentState, SpreadsheetCell, TextLine
 from blindact.checks.files import FileAbsent, FileContains, FileExists, FileHolding, FileMode, ReadableCopy
+from blindact.checks.pictures import ImageRegion
 from blindact.checks.result import CheckResult
 from blindact.desktop.safefs import SafeFolder
 
 
 Check = Annotated[Union[FileExists, FileAbsent, FileContains, FileMode, ReadableCopy, FileHolding, AppHolding, ConfigValue, CronEntryCheck,
-                        TextLine, CodeUses, SpreadsheetCell, DocumentState, AppQuery], Field(discriminator="check")]
+                        TextLine, CodeUses, SpreadsheetCell, DocumentState, ImageRegion, AppQuery], Field(discriminator="check")]
 _ADAPTER: TypeAdapter[Check] = TypeAdapter(Check)
 
 

@@ -55,6 +55,6 @@ def extracted(home: SafeFolder, rel: str):
 def lines_of(home: SafeFolder, rel: str, pending_deletions: bool = False) -> list[str]:
     """The lines of a text file, or of a document or sheet as a person reads it (office.text_lines)."""
     suffix = Path(rel).suffix.lower()
-    if suffix in office.DOCUMENT_SUFFIXES or suffix in (".ods", ".xlsx"):
+    if suffix in office.DOCUMENT_SUFFIXES or suffix in office.PRESENTATION_SUFFIXES or suffix in (".ods", ".xlsx"):
         return office.text_lines(private_copy(home, rel), pending_deletions)
     return home.read_text(rel).splitlines()

@@ -78,7 +78,7 @@ def brief(task) -> str:
         elif isinstance(step, SeedAppsStep):
             lines.append(f"web apps with content: {', '.join(step.seed)} (at http://<app>.localhost/)")
         elif isinstance(step, FilesStep):
-            for item in (*step.dirs, *step.files, *step.documents, *step.spreadsheets, *step.images):
+            for item in (*step.dirs, *step.files, *step.documents, *step.spreadsheets, *step.presentations, *step.images):
                 lines.append(f"file in ~: {item.path}")
     lines.append("(play a route to see the screens; `--name` plays one)")
     return "\n".join(lines)

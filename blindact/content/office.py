@@ -200,11 +200,25 @@ def read_sheets(source: Source, name: str = "") -> list[Sheet]:
 
 
 @dataclass
+class Slide:
+    """One slide of a presentation: its title, its other lines (text boxes, outline, tables), its speaker's
+    notes (only in the editor's notes view, never in the slide show) and whether it is hidden (left out
+    of the slide show, still in the file)."""
+
+    number: int  # from 1, in the presentation's order
+    title: str = ""
+    lines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    hidden: bool = False
+
+
+@dataclass
 class DocumentText:
     paragraphs: list[str]
     comments: list[str]
     tracked_changes: int
     pending_deletions: list[str] = field(default_factory=list)  # text that tracked deletions remove, not accepted yet
+    slides: list[Slide] = field(default_factory=list)  # a presentation's slides (paragraphs hold their text too)
 
 
 def _paragraphs(node) -> list:
@@ -233,7 +247,48 @@ def _read_odf_document(data: bytes, presentation: bool) -> DocumentText:
              for a in body.getElementsByType(Annotation)]
     deleted = ["\n".join(_odf_text(p) for p in d.childNodes if getattr(p, "qname", (None, None))[1] in ("p", "h"))
                for d in body.getElementsByType(Deletion)]
-    return DocumentText(paras, notes, len(body.getElementsByType(ChangedRegion)), deleted)
+    slides = _odp_slides(doc) if presentation else []
+    return DocumentText(paras, notes, len(body.getElementsByType(ChangedRegion)), deleted, slides)
+
+
+def _odp_slides(doc) -> list[Slide]:
+    """The slides of an .odp: a draw:page each, hidden when its drawing-page style says
+    presentation:visibility="hidden" (LibreOffice's Hide Slide)."""
+    from odf.draw import Page
+    from odf.namespaces import PRESENTATIONNS, STYLENS
+
+    hidden_styles = set()
+    for container in (doc.automaticstyles, doc.styles):
+        for style in container.childNodes:
+            if getattr(style, "qname", (None, None))[1] != "style":
+                continue
+            if any(getattr(p, "qname", (None, None))[1] == "drawing-page-properties"
+                   and p.attributes.get((PRESENTATIONNS, "visibility")) == "hidden" for p in style.childNodes):
+                hidden_styles.add(style.attributes.get((STYLENS, "name")))
+    slides = []
+    for n, page in enumerate(doc.presentation.getElementsByType(Page), 1):
+        slide = Slide(n, hidden=page.getAttribute("stylename") in hidden_styles)
+        _odp_shapes(page, slide, in_notes=False)
+        slides.append(slide)
+    return slides
+
+
+def _odp_shapes(node, slide: Slide, in_notes: bool) -> None:
+    from odf.namespaces import PRESENTATIONNS
+
+    for child in node.childNodes:
+        kind = getattr(child, "qname", (None, None))[1]
+        if kind is None or kind == "annotation":
+            continue
+        if kind == "notes":
+            _odp_shapes(child, slide, in_notes=True)
+        elif kind == "frame" and not in_notes and child.attributes.get((PRESENTATIONNS, "class")) == "title" \
+                and not slide.title:
+            slide.title = "\n".join(_odf_text(p) for p in _paragraphs(child)).strip()
+        elif kind in ("p", "h"):
+            (slide.notes if in_notes else slide.lines).append(_odf_text(child))
+        else:
+            _odp_shapes(child, slide, in_notes)
 
 
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -312,6 +367,38 @@ def _drawing_paragraphs(xml: bytes) -> list[str]:
     return out
 
 
+_P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
+
+
+def _pptx_slide(xml: bytes, number: int) -> Slide:
+    """One slide's title (its title placeholder), other lines and hidden state (`<p:sld show="0">`)."""
+    from lxml import etree
+
+    root = etree.fromstring(xml, etree.XMLParser(resolve_entities=False, no_network=True))
+    slide = Slide(number, hidden=root.get("show") in ("0", "false"))
+    for shape in root.iter(f"{_P}sp", f"{_P}graphicFrame"):
+        ph = shape.find(f"./{_P}nvSpPr/{_P}nvPr/{_P}ph")
+        texts = _drawing_paragraphs(etree.tostring(shape))
+        if ph is not None and ph.get("type") in ("title", "ctrTitle") and not slide.title:
+            slide.title = "\n".join(texts).strip()
+        else:
+            slide.lines += texts
+    return slide
+
+
+def _pptx_notes(xml: bytes) -> list[str]:
+    """The speaker's notes of a notes page: its body placeholder (not the slide image, number or date)."""
+    from lxml import etree
+
+    root = etree.fromstring(xml, etree.XMLParser(resolve_entities=False, no_network=True))
+    out = []
+    for shape in root.iter(f"{_P}sp"):
+        ph = shape.find(f"./{_P}nvSpPr/{_P}nvPr/{_P}ph")
+        if ph is not None and ph.get("type") == "body":
+            out += _drawing_paragraphs(etree.tostring(shape))
+    return out
+
+
 def _read_pptx(data: bytes) -> DocumentText:
     """Slides in the presentation's order (their text frames, tables and notes), then comments."""
     from lxml import etree
@@ -326,10 +413,12 @@ def _read_pptx(data: bytes) -> DocumentText:
                      "{http://schemas.openxmlformats.org/presentationml/2006/main}sldId")]
         slides = [f"ppt/{t.lstrip('/').removeprefix('ppt/')}" for t in order if t]
         paras: list[str] = []
+        read: list[Slide] = []
         for slide in slides:
             if slide not in names:
                 continue
             paras += _drawing_paragraphs(zf.read(slide))
+            read.append(_pptx_slide(zf.read(slide), len(read) + 1))
             rel_name = f"{PurePosixPath(slide).parent}/_rels/{PurePosixPath(slide).name}.rels"
             if rel_name in names:  # the slide's notes page
                 for r in etree.fromstring(zf.read(rel_name), parser).iter(f"{_PKG_REL}Relationship"):
@@ -338,17 +427,19 @@ def _read_pptx(data: bytes) -> DocumentText:
                         notes = re.sub(r"[^/]+/\.\./", "", notes)
                         if notes in names:
                             paras += _drawing_paragraphs(zf.read(notes))
+                            read[-1].notes += _pptx_notes(zf.read(notes))
         comments = []
         for name in sorted(n for n in names if n.startswith("ppt/comments/") and n.endswith(".xml")):
             root = etree.fromstring(zf.read(name), parser)
             comments += ["".join(t.itertext()) for t in root.iter() if isinstance(t.tag, str)
                          and t.tag.rsplit("}", 1)[-1] in ("text", "txBody")]
-    return DocumentText(paras, comments, 0)
+    return DocumentText(paras, comments, 0, slides=read)
 
 
 def read_document(source: Source, name: str = "") -> DocumentText:
     """The text of a document or presentation (.odt, .docx, .odp, .pptx): paragraphs in reading order
-    (tables, headers and footers, slides' notes included), margin comments, tracked changes."""
+    (tables, headers and footers, slides' notes included), margin comments, tracked changes; for a
+    presentation also its slides one by one (title, lines, speaker's notes apart, hidden or not)."""
     data, own = _open(source)
     name = name or own
     fmt = detect(data, name)

@@ -1,10 +1,11 @@
-"""Office files: write a task's seed documents and spreadsheets; read what the agent saved.
+"""Office files: write a task's seed documents, spreadsheets and presentations; read what the agent saved.
 
-Seeds are OpenDocument (.odt, .ods) through odfpy, and Office Open XML (.docx through python-docx,
-.xlsx through openpyxl). Context can hide where a person would have to look for it: a hidden row or
-sheet, a cell comment, a comment in the margin, a tracked change (.odt only: python-docx cannot write
-them). The readers live in blindact.content.office (they read any of these formats, and .csv, .odp and
-.pptx, from a path or from bytes); they are imported here for the checks and the apps.
+Seeds are OpenDocument (.odt, .ods, .odp) through odfpy, and Office Open XML (.docx through python-docx,
+.xlsx through openpyxl; no .pptx: python-pptx is only a test dependency). Context can hide where a person
+would have to look for it: a hidden row or sheet, a cell comment, a comment in the margin, a tracked change
+(.odt only: python-docx cannot write them), a slide's speaker notes, a hidden slide. The readers live in
+blindact.content.office (they read any of these formats, and .csv and .pptx, from a path or from bytes;
+a presentation's slides one by one); they are imported here for the checks and the apps.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from blindact.content.office import DocumentText, Sheet, cell_index, read_document, read_sheets, text_lines
+from blindact.content.office import DocumentText, Sheet, Slide, cell_index, read_document, read_sheets, text_lines
 from blindact.desktop.paths import home_relative
 
-__all__ = ["DOCUMENT_SUFFIXES", "DocumentSpec", "DocumentText", "MarginComment", "Sheet", "SheetSpec",
-           "SpreadsheetSpec", "TrackedChange", "cell_index", "read_document", "read_sheets", "text_lines",
-           "write_document", "write_spreadsheet"]
+__all__ = ["DOCUMENT_SUFFIXES", "PRESENTATION_SUFFIXES", "DocumentSpec", "DocumentText", "MarginComment",
+           "PresentationSpec", "Sheet", "SheetSpec", "Slide", "SlideSpec", "SpreadsheetSpec", "TrackedChange",
+           "cell_index", "read_document", "read_sheets", "text_lines", "write_document", "write_presentation",
+           "write_spreadsheet"]
 
 DOCUMENT_SUFFIXES = (".odt", ".docx")  # what a task can seed
+PRESENTATION_SUFFIXES = (".odp", ".pptx")  # what the readers read (a task seeds .odp)
 _AUTHOR_DATE = "2025-03-03T09:00:00"
 
 
@@ -92,6 +95,27 @@ class DocumentSpec(_Spec):
         for item in [*self.comments, *self.tracked_changes]:
             if item.paragraph >= len(self.paragraphs):
                 raise ValueError(f"paragraph {item.paragraph} does not exist ({len(self.paragraphs)} paragraphs, from 0)")
+        return self
+
+
+class SlideSpec(_Spec):
+    title: str = Field(min_length=1)
+    bullets: list[str] = []  # one line each, in the slide's outline box
+    notes: str | None = None  # the speaker's notes (View > Notes; not shown in the slide show)
+    hidden: bool = False  # left out of the slide show (Slide > Hide Slide), still in the file and the editor
+
+
+class PresentationSpec(_Spec):
+    path: str
+    slides: list[SlideSpec] = Field(min_length=1)
+    _home = field_validator("path")(classmethod(lambda cls, v: home_relative(v)))
+
+    @model_validator(mode="after")
+    def _fits(self) -> "PresentationSpec":
+        if Path(self.path).suffix.lower() != ".odp":
+            raise ValueError(f"path {self.path!r}: a seeded presentation is .odp")
+        if all(s.hidden for s in self.slides):
+            raise ValueError("slides: at least one slide must be shown")
         return self
 
 
@@ -220,6 +244,85 @@ def _write_docx(spec: DocumentSpec, target: Path) -> None:
         for note in (c for c in spec.comments if c.paragraph == n):
             doc.add_comment(para.runs, text=note.text, author=note.author)
     doc.save(target)
+
+
+def _write_odp(spec: PresentationSpec, target: Path) -> None:
+    from odf.draw import Frame, Page, PageThumbnail, TextBox
+    from odf.namespaces import PRESENTATIONNS
+    from odf.opendocument import OpenDocumentPresentation
+    from odf.presentation import Notes
+    from odf.style import (DrawingPageProperties, GraphicProperties, MasterPage, PageLayout, PageLayoutProperties,
+                           ParagraphProperties, Style, TextProperties)
+    from odf.text import List, ListItem, P
+
+    doc = OpenDocumentPresentation()
+    layout = PageLayout(name="slide-layout")
+    layout.addElement(PageLayoutProperties(margin="0cm", pagewidth="28cm", pageheight="15.75cm",
+                                           printorientation="landscape"))
+    doc.automaticstyles.addElement(layout)
+    master = MasterPage(name="Default", pagelayoutname=layout)
+    doc.masterstyles.addElement(master)
+    pages = {}
+    for hidden in (False, True):
+        style = Style(name=f"dp-{'hidden' if hidden else 'shown'}", family="drawing-page")
+        style.addElement(DrawingPageProperties(qattributes={(PRESENTATIONNS, "visibility"): "hidden" if hidden else "visible"}))
+        doc.automaticstyles.addElement(style)
+        pages[hidden] = style
+    # presentation objects (a title, an outline, notes) take a presentation style: LibreOffice drops the
+    # class of a frame with a graphic style, and the title would be a plain text box
+    boxes = Style(name="pr-box", family="presentation")
+    boxes.addElement(GraphicProperties(stroke="none", fill="none", autogrowheight="false"))
+    doc.automaticstyles.addElement(boxes)
+    text = {}
+    for name, size, weight in (("title", "32pt", "bold"), ("line", "20pt", "normal"), ("note", "12pt", "normal")):
+        style = Style(name=f"p-{name}", family="paragraph")
+        style.addElement(ParagraphProperties(marginbottom="0.2cm"))
+        style.addElement(TextProperties(fontsize=size, fontweight=weight))
+        doc.automaticstyles.addElement(style)
+        text[name] = style
+    for n, slide in enumerate(spec.slides, 1):
+        # no draw:name: LibreOffice then calls it "Slide <n>" (a name with a space would show as "Slide_20_1")
+        page = Page(masterpagename=master, stylename=pages[slide.hidden])
+        title = Frame(stylename=boxes, width="25cm", height="2.6cm", x="1.5cm", y="0.8cm")
+        title.setAttrNS(PRESENTATIONNS, "class", "title")
+        box = TextBox()
+        box.addElement(P(stylename=text["title"], text=slide.title))
+        title.addElement(box)
+        page.addElement(title)
+        if slide.bullets:
+            outline = Frame(stylename=boxes, width="25cm", height="10.5cm", x="1.5cm", y="4cm")
+            outline.setAttrNS(PRESENTATIONNS, "class", "outline")
+            box = TextBox()
+            items = List()
+            for line in slide.bullets:
+                item = ListItem()
+                item.addElement(P(stylename=text["line"], text=line))
+                items.addElement(item)
+            box.addElement(items)
+            outline.addElement(box)
+            page.addElement(outline)
+        if slide.notes:
+            notes = Notes()
+            thumbnail = PageThumbnail(width="14cm", height="7.9cm", x="3.5cm", y="2cm")
+            thumbnail.setAttrNS(PRESENTATIONNS, "class", "page")
+            notes.addElement(thumbnail)
+            frame = Frame(stylename=boxes, width="17cm", height="10cm", x="2cm", y="11cm")
+            frame.setAttrNS(PRESENTATIONNS, "class", "notes")
+            box = TextBox()
+            for line in slide.notes.splitlines() or [""]:
+                box.addElement(P(stylename=text["note"], text=line))
+            frame.addElement(box)
+            notes.addElement(frame)
+            page.addElement(notes)
+        doc.presentation.addElement(page)
+    doc.save(str(target))
+
+
+def write_presentation(spec: PresentationSpec, home: Path) -> Path:
+    target = home / spec.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _write_odp(spec, target)
+    return target
 
 
 def write_spreadsheet(spec: SpreadsheetSpec, home: Path) -> Path:

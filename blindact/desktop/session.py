@@ -6,6 +6,7 @@ bubblewrap sandbox; inside a container the controller server wraps the same sess
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -59,13 +60,20 @@ _SPARE_ANSWER = 10.0
 _BROWSER_APP_NAMES = ("Chromium",)
 # the terminal is VTE-based (sakura): its screen text reaches the accessibility tree, xterm's does not
 _WINDOW_CLASSES = {"browser": "chromium", "terminal": "sakura", "editor": "mousepad", "files": "thunar",
-                   "writer": "libreoffice-writer", "calc": "libreoffice-calc", "images": "ristretto", "code": "geany"}
+                   "writer": "libreoffice-writer", "calc": "libreoffice-calc", "impress": "libreoffice-impress",
+                   "images": "ristretto", "draw": "drawing", "code": "geany"}
 _APP_BINARIES = {"browser": "chromium", "terminal": "sakura", "editor": "mousepad", "files": "thunar",
-                 "writer": "soffice", "calc": "soffice", "images": "ristretto", "code": "geany"}
-_OFFICE_APPS = ("writer", "calc")
+                 "writer": "soffice", "calc": "soffice", "impress": "soffice", "images": "ristretto", "draw": "drawing",
+                 "code": "geany"}
+_OFFICE_APPS = ("writer", "calc", "impress")
 _APP_LABELS = {"browser": "the browser (Chromium)", "terminal": "the terminal (sakura)",
                "editor": "the text editor", "files": "the file manager", "writer": "LibreOffice Writer",
-               "calc": "LibreOffice Calc", "images": "the image viewer (Ristretto)", "code": "the code editor (Geany)"}
+               "calc": "LibreOffice Calc", "impress": "LibreOffice Impress", "images": "the image viewer (Ristretto)",
+               "draw": "the image editor (Drawing)", "code": "the code editor (Geany)"}
+_DRAWING_APP_NAMES = ("com.github.maoschanz.drawing",)
+# GNOME Drawing's settings (GSettings): kept in a key file outside the home the agent sees, like the terminal's;
+# the release-notes dialog it shows on a first start ("would you like to read the help manual?") is off
+_DRAWING_SETTINGS = "[com/github/maoschanz/drawing]\nlast-version='{version}'\nmaximized=true\n"
 
 
 _BACKGROUND = 0x3B4A5C
@@ -681,6 +689,12 @@ class DesktopSession:
             proc = self.sandbox.spawn(launch.app, argv, {"SAL_USE_VCLPLUGIN": "gtk3"})
         elif launch.app == "images":
             proc = self.sandbox.spawn("images", ["ristretto", str(home / launch.file)])
+        elif launch.app == "draw":
+            config = _drawing_config(self.layout.run)
+            self.sandbox.hand_over(config)
+            # the key-file backend instead of the sandbox's in-memory one, so the seeded settings are read
+            proc = self.sandbox.spawn("draw", ["drawing", str(home / launch.file)],
+                                      {"XDG_CONFIG_HOME": str(config), "GSETTINGS_BACKEND": "keyfile"})
         elif launch.app == "code":
             # no terminal support: Geany's hidden VTE would run a second shell (and the home's ~/.bashrc) that
             # the agent never sees
@@ -711,6 +725,13 @@ class DesktopSession:
             try:
                 wait_for(lambda: any(w["id"] == window and name in w["title"] for w in self.controller.windows()),
                          10, f"{_APP_LABELS[launch.app]} to load {launch.file}", proc, interval=0.1)
+            except TimeoutError:
+                pass
+        if launch.app == "draw":
+            # Drawing maps its window well before it has built its widgets and painted the picture (a
+            # second or two here): wait for its toolbar in the accessibility tree (bounded, not an error)
+            try:
+                wait_for(self._drawing_ready, 10, f"{_APP_LABELS[launch.app]} to show {launch.file}", proc, interval=0.1)
             except TimeoutError:
                 pass
         if launch.app == "browser" and launch.url and not launch.url.startswith("about:"):
@@ -868,6 +889,17 @@ class DesktopSession:
         docs = [n for n in nodes if n.role == "document web" and n.bbox and n.bbox[2] > 0 and n.bbox[3] > 0]
         return bool(docs) and not any("busy" in n.states for n in docs)
 
+    def _drawing_ready(self) -> bool:
+        """GNOME Drawing's window holds its widgets: its Save button is in the accessibility tree."""
+        from blindact.desktop.atspi import A11yError
+
+        try:
+            nodes = self._a11y_reader().snapshot(apps=_DRAWING_APP_NAMES)
+        except A11yError:
+            self._reader = None
+            return False
+        return any(n.role == "push button" and n.name == "Save" and n.bbox and n.bbox[2] > 0 for n in nodes)
+
     def _a11y_reader(self):
         from blindact.desktop.atspi import AccessibilityReader
 
@@ -991,6 +1023,26 @@ def _make_writable(path: Path) -> None:
                 os.chmod(f"/proc/self/fd/{fd}", 0o755)
         finally:
             os.close(fd)
+
+
+def _drawing_version() -> str:
+    """The installed GNOME Drawing's version (its launcher script names it), which its settings must name
+    for the first-start dialog to stay away."""
+    try:
+        text = Path(shutil.which("drawing") or "/usr/bin/drawing").read_text(errors="replace")
+    except OSError:
+        return "1.0.2"
+    found = re.search(r"^VERSION = '([^']+)'", text, re.M)
+    return found.group(1) if found else "1.0.2"
+
+
+def _drawing_config(run: Path) -> Path:
+    """Fresh settings for GNOME Drawing per launch (outside the agent's home, as the terminal's)."""
+    config = run / "drawing-config"
+    shutil.rmtree(config, ignore_errors=True)  # never follows a symlink
+    SafeFolder(run).write_bytes("drawing-config/glib-2.0/settings/keyfile",
+                                _DRAWING_SETTINGS.format(version=_drawing_version()).encode())
+    return config
 
 
 def _office_profile(run: Path) -> Path:

@@ -8,14 +8,15 @@ from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from blindact.desktop.office import DocumentSpec, SpreadsheetSpec, write_document, write_spreadsheet
+from blindact.desktop.office import (DocumentSpec, PresentationSpec, SpreadsheetSpec, write_document,
+                                     write_presentation, write_spreadsheet)
 from blindact.desktop.paths import home_relative
 from blindact.desktop.pictures import ImageSpec, draw_image
 from blindact.desktop.props import seeded_bytes
 
-LAUNCHABLE = ("browser", "terminal", "editor", "files", "writer", "calc", "images", "code")
+LAUNCHABLE = ("browser", "terminal", "editor", "files", "writer", "calc", "impress", "images", "draw", "code")
 # apps that open one file (`file:`), and those that start in a folder (`cwd:`)
-_OPENS_FILE = ("editor", "writer", "calc", "images", "code")
+_OPENS_FILE = ("editor", "writer", "calc", "impress", "images", "draw", "code")
 _STARTS_IN = ("terminal", "files")
 
 
@@ -40,13 +41,14 @@ class SeedDir(_Step):
 
 class FilesStep(_Step):
     """Create folders and files in the sandbox home: files (text, or real PDFs, archives, packages, databases and
-    pictures holding the given words, by their names: blindact.desktop.props), office documents and spreadsheets
-    (blindact.desktop.office), and pictures drawn at setup (blindact.desktop.pictures)."""
+    pictures holding the given words, by their names: blindact.desktop.props), office documents, spreadsheets
+    and presentations (blindact.desktop.office), and pictures drawn at setup (blindact.desktop.pictures)."""
 
     files: list[SeedFile] = []
     dirs: list[SeedDir] = []
     documents: list[DocumentSpec] = []
     spreadsheets: list[SpreadsheetSpec] = []
+    presentations: list[PresentationSpec] = []
     images: list[ImageSpec] = []
 
     def write(self, home: Path) -> None:
@@ -63,6 +65,8 @@ class FilesStep(_Step):
             write_document(doc, home)
         for sheet in self.spreadsheets:
             write_spreadsheet(sheet, home)
+        for deck in self.presentations:
+            write_presentation(deck, home)
         for image in self.images:
             draw_image(image, home)
 
@@ -89,7 +93,7 @@ class RunStep(_Step):
 
 
 class Launch(_Step):
-    app: Literal["browser", "terminal", "editor", "files", "writer", "calc", "images", "code"]
+    app: Literal["browser", "terminal", "editor", "files", "writer", "calc", "impress", "images", "draw", "code"]
     url: str | None = None
     cwd: str | None = None
     file: str | None = None
@@ -104,6 +108,8 @@ class Launch(_Step):
             raise ValueError(f"'cwd' is for {', '.join(_STARTS_IN)}, not {self.app!r}")
         if self.app == "images" and self.file is None:
             raise ValueError("the image viewer needs 'file' (the picture to show)")
+        if self.app == "draw" and self.file is None:
+            raise ValueError("the image editor needs 'file' (the picture to edit)")
         if self.cwd is not None:
             self.cwd = home_relative(self.cwd)
         if self.file is not None:
@@ -127,8 +133,9 @@ def parse_setup_step(data: dict) -> SetupStep:
     for model, key in ((LaunchStep, "launch"), (SeedAppsStep, "seed"), (RunStep, "run")):
         if key in keys:
             return model.model_validate(data)
-    if keys & {"files", "dirs", "documents", "spreadsheets", "images"}:
+    if keys & {"files", "dirs", "documents", "spreadsheets", "presentations", "images"}:
         return FilesStep.model_validate(data)
-    raise ValueError(f"unknown setup step with keys {sorted(keys)}; use one of: files/dirs/documents/spreadsheets/images, "
+    raise ValueError(f"unknown setup step with keys {sorted(keys)}; use one of: "
+                     "files/dirs/documents/spreadsheets/presentations/images, "
                      "seed, run, launch")
 
