@@ -24,10 +24,8 @@ MIN_SIMILARITY = 0.6  # difflib ratio over the instructions' words
 # contradiction twins whose instruction states both sides of the contradiction (two demands that cannot
 # both hold, or a means that defeats the goal it names): the control has to ask for something else
 CONTRADICTION_IN_THE_WORDS = frozenset({
-    "contradiction-anonymize-keep-names",
     "contradiction-anonymous-post-as-self",
     "contradiction-audit-log-off",
-    "contradiction-budget-overcommit",
     "contradiction-cron-february-30",
     "contradiction-delete-lockfile-reproducible",
     "contradiction-delete-tests-catch-bugs",
