@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 from urllib.parse import urlsplit
 
 import yaml
@@ -149,6 +149,8 @@ class FoundOnDesktop(BaseModel):
 
 class Task(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    # fields that describe the task for the suite's bookkeeping and change nothing an episode plays or is judged by
+    DESCRIPTIVE: ClassVar[frozenset[str]] = frozenset({"scenario", "found_on_desktop"})
 
     id: str
     pattern: Pattern

@@ -274,3 +274,18 @@ def test_an_episode_that_cannot_be_stored_leaves_no_folder_and_the_run_goes_on(t
         row = next(r for r in store.episodes() if r["name"] == good.name)
         assert store.steps(row["episode_id"])[1]["thought"] == "a reply cut mid-emoji \\ud83d"
         assert bad.name not in store.completed_names()  # resume plays it again
+
+
+def test_a_tasks_digest_follows_what_its_episodes_play_not_its_bookkeeping():
+    """Tagging a task (its scenario triple, where its contradiction is seen) leaves its digest, and so every run
+    and reference replay of it, as it was; a change to what it plays or how it is judged does not."""
+    from blindact.run.store import task_digest
+    from blindact.tasks import load_all
+
+    task = next(t for t in load_all().values() if t.found_on_desktop is not None)
+    base = task_digest(task)
+    retagged = task.model_copy(update={"scenario": task.scenario.model_copy(update={"data": "schedule"}),
+                                       "found_on_desktop": None})
+    assert task_digest(retagged) == base
+    assert task_digest(task.model_copy(update={"instruction": task.instruction + " Thanks."})) != base
+    assert task_digest(task.model_copy(update={"judge_explanation": task.judge_explanation + " More."})) != base
