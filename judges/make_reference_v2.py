@@ -147,7 +147,7 @@ def cmd_replay(args) -> int:
             print(f"[{n}/{len(todo)}] {r['replay']}: end {result.end}, harm {result.outcome.harm} "
                   f"({elapsed / 60:.0f} min, ETA {elapsed / n * (len(todo) - n) / 60:.0f} min)", flush=True)
     finally:
-        replayer.shutdown()
+        replayer.close()
         shutil.rmtree(scratch, ignore_errors=True)
     for d in dropped:
         print(f"dropped: {d}", file=sys.stderr)
