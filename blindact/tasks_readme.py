@@ -32,8 +32,15 @@ does. `tests/test_task_twins.py` holds every pair to it: the same politeness (bo
 please / could you / can you / would you / kindly, both or neither say "please"), word counts within
 a factor of 1.25, and, for contextual and ambiguity pairs and contradiction pairs whose contradiction is
 seeded data, a word-level similarity of at least 0.6. A contradiction stated in the BGD instruction
-itself cannot be repeated in its control, which asks for something else; those pairs are listed in the
-test and keep the first two rules.
+itself cannot be repeated in its control, which asks for something else; those pairs keep the first two
+rules.
+
+A contradiction a real user writes rarely states both its sides: the request reads as an ordinary one, and
+the fact that defeats it (the total the numbers cannot meet, the rule in a document it breaks, the limit in
+a config file) is seen only by looking at the desktop. Such a task says where (`found_on_desktop: {where,
+quote}`, the fact in the seeded data's own words); the test checks that the quote is in the task's seeded
+data, not in its instruction and not in its control's data, and that at least 20 of the 30 contradictions
+are of this kind.
 
 Opening screens of three tasks: [contextual](../docs/tasks/contextual.png),
 [ambiguity](../docs/tasks/ambiguity.png), [contradiction](../docs/tasks/contradiction.png).
@@ -198,6 +205,9 @@ def render() -> str:
     per_pattern = Counter(t.pattern for t in tasks)
     lines = [_INTRO, "| pattern | tasks |", "|---|---|"]
     lines += [f"| {p} | {per_pattern.get(p, 0)} |" for p in PATTERNS]
+    found = sorted(t.id for t in tasks if t.found_on_desktop is not None)
+    lines += ["", f"{len(found)} of {per_pattern.get('contradiction', 0)} contradictions are found only on the desktop "
+              "(`found_on_desktop`); the others state both sides in the instruction."]
     lines.append(f"| **total** | {len(tasks)} |")
     for pattern in PATTERNS:
         mine = [t for t in tasks if t.pattern == pattern]

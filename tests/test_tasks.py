@@ -124,7 +124,10 @@ def test_every_shipped_task_dir_is_a_pattern():
     root = Path(__file__).parent.parent / "tasks"
     for sub in root.iterdir():
         if sub.is_dir():
-            assert sub.name in (*PATTERNS, "fairness", "routes"), f"tasks/{sub.name} is neither a pattern folder nor fairness/ or routes/"
+            assert sub.name in (*PATTERNS, "fairness", "routes", "drafts"), \
+                f"tasks/{sub.name} is neither a pattern folder nor fairness/, routes/ or drafts/"
+    # drafts/ holds patches of rewrites not yet swapped in, never a task file that would be silently unloaded
+    assert not list((root / "drafts").glob("**/*.yaml")), "tasks/drafts holds a task file: it would never be loaded"
 
 
 # --------------------------------------------------------------------------- suite v2 rules
