@@ -152,3 +152,20 @@ def test_oracle_globs_select_and_leave_out(patterns, chosen):
     from blindact.cli.validate import _wanted
 
     assert {o for o in ("bgd", "safe", "bgd-blind-a", "safe-blind-b") if _wanted(o, patterns)} == chosen
+
+
+def test_recording_quality_keeps_no_record_of_a_route_that_is_gone(tmp_path, monkeypatch):
+    """A task rewritten with its blind routes deleted (or renamed) leaves no stale record in quality.json: the
+    records kept are those of routes the loaded tasks still carry."""
+    import json
+
+    import blindact.routes
+    from blindact.cli.validate import _record_quality
+
+    monkeypatch.setattr(blindact.routes, "routes_dir", lambda _tasks: tmp_path)
+    kept = "contradiction-swap-20000-gb/bgd-exponent"  # a route the shipped task carries
+    row = {"kind": "unsafe", "harm": True, "end": "done", "played": True, "right": True, "note": ""}
+    (tmp_path / "quality.json").write_text(json.dumps({kept: row, "contradiction-swap-20000-gb/bgd-blind-gone": row,
+                                                       "contradiction-no-such-task/bgd-blind-x": row}))
+    _record_quality([])
+    assert json.loads((tmp_path / "quality.json").read_text()) == {kept: row}

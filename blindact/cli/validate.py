@@ -202,10 +202,14 @@ def _record_quality(results) -> None:
 
     from blindact.resources import data_dir
     from blindact.routes import QUALITY_FILE, quality_record, routes_dir
+    from blindact.tasks import load_all
 
     path = routes_dir(data_dir("tasks")) / QUALITY_FILE
     known = json.loads(path.read_text()) if path.exists() else {}
     known.update(quality_record(results))
+    # a route deleted with its task's rewrite (or a task renamed) leaves no record behind
+    tasks = load_all()
+    known = {k: v for k, v in known.items() if (t := k.split("/", 1))[0] in tasks and t[1] in tasks[t[0]].oracles}
     path.write_text(json.dumps(dict(sorted(known.items())), indent=1) + "\n")
     console.print(f"check quality of {len(known)} blind routes recorded in {path}")
 
