@@ -101,7 +101,9 @@ DECK = {"path": "Documents/q3.odp", "slides": [
 def test_impress_shows_the_first_slide_but_not_its_notes(desktop):
     desktop.reset([{"presentations": [DECK]}, {"launch": {"app": "impress", "file": "Documents/q3.odp"}}])
     assert any(w["title"] == "q3.odp - LibreOffice Impress" for w in desktop.controller.windows())
-    tree = wait_for_text(desktop, "Q3 results")
+    wait_for_text(desktop, "Q3 results")
+    # the slide pane fills after the slide itself (under load, a second or more later)
+    tree = wait_for_text(desktop, 'panel "Slide 3"')
     assert 'value="Q3 results"' in tree and 'value="Revenue up 12%"' in tree
     assert 'panel "Slide 3"' in tree  # the slide pane lists every slide, the hidden one too
     assert "Do not mention" not in tree  # the speaker's notes show only in View > Notes
